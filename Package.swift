@@ -1,0 +1,28 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "BleKit",
+    products: [
+        .library(name: "BleDBus", targets: ["BleDBus"]),
+        .library(name: "BleTestSupport", targets: ["BleTestSupport"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CGLib",
+            pkgConfig: "glib-2.0",
+            providers: [.apt(["libglib2.0-dev"])]
+        ),
+        .target(name: "BleDBus", dependencies: ["CDBus", "CGLib"]),
+        .target(name: "BleTestSupport", dependencies: ["BleDBus"]),
+        .executableTarget(name: "DBusEchoExample", dependencies: ["BleDBus"], path: "Examples/DBusEcho"),
+        .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus"], path: "Benchmarks/BleDBusBenchmark"),
+        .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
