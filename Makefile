@@ -1,0 +1,30 @@
+# BleKit: the two commands are `make demo` and `make test`.
+SWIFT ?= swift
+SWIFT_BUILD_FLAGS ?=
+# Tests run serially within one process by default; Swift Testing parallelises across cores.
+SWIFT_TEST_FLAGS ?=
+
+.PHONY: bootstrap build test test-tsan demo bench clean
+
+bootstrap:
+	@./scripts/bootstrap
+
+build: bootstrap
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+
+test: bootstrap
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	$(SWIFT) test --skip-build $(SWIFT_TEST_FLAGS)
+
+test-tsan: bootstrap
+	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
+
+demo: bootstrap
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product blekit
+	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build blekit demo
+
+bench: bootstrap
+	./Benchmarks/run
+
+clean:
+	rm -rf .build

@@ -1,0 +1,441 @@
+import CDBus
+import CGLib
+import Foundation
+
+/// A connection to a D-Bus bus, served by the shared GLib main loop.
+///
+/// Open one with `Connection.open(_:)`. Calls, signals and exported objects all go through it;
+/// everything it does happens on `BleLoop`, so its state needs no locks. Completion-handler
+/// variants may be called from any thread; their completions run on the loop thread.
+@BleLoop
+public final class Connection {
+    /// The default deadline of a method call: well under libdbus's 25 s, because a BlueZ call
+    /// that has not answered in 10 s is stuck and the caller should hear so.
+    public static let standardTimeout: Duration = .seconds(10)
+
+    /// What one traced message was.
+    public enum TraceDirection: Sendable {
+        /// We sent it.
+        case sent
+        /// We received it.
+        case received
+    }
+
+    /// The address this connection was opened on.
+    public nonisolated let address: String
+    /// Our unique name on the bus (`:1.42`), known once `open` returns.
+    public private(set) var uniqueName: String = ""
+    /// The deadline of calls that do not give one.
+    public var defaultTimeout: Duration = Connection.standardTimeout
+    /// How many calls may await replies at once; later calls queue here. dbus-daemon refuses a
+    /// connection more than 128 pending replies by default.
+    public var maximumPendingCalls = 120
+    /// Sees every message sent and received, for tests and debugging; nil costs nothing.
+    public var tracer: (@BleLoop (TraceDirection, DBusMessage) -> Void)?
+
+    /// True until the bus went away or `close()` was called.
+    public var isOpen: Bool { state != .closed }
+
+    /// Signal subscriptions and name-owner tracking.
+    public private(set) var signals: SignalRouter!
+    /// Objects this connection exports.
+    public private(set) var objects: ObjectRegistry!
+
+    private enum State: Equatable {
+        case opening
+        case open
+        case closed
+    }
+
+    private var state: State = .opening
+    nonisolated(unsafe) private let raw: OpaquePointer
+    private var integration: LoopIntegration?
+    private var pendingCalls: [UInt32: PendingCall] = [:]
+    private var queuedCalls: [PendingCall] = []
+    private var callsByID: [UInt64: PendingCall] = [:]
+    private var nextCallID: UInt64 = 1
+    private var dispatchScheduled = false
+    private var disconnectHandlers: [UInt64: @BleLoop () -> Void] = [:]
+    private var nextDisconnectHandlerID: UInt64 = 1
+
+    private init(raw: OpaquePointer, address: String) {
+        self.raw = raw
+        self.address = address
+    }
+
+    /// Opens a connection and registers on the bus (the `Hello` call), without blocking the
+    /// loop: the socket connect is local and authentication runs through the loop.
+    ///
+    /// Fails with `.cannotConnect` when the bus is unreachable or refuses us.
+    public static func open(_ bus: BusAddress, timeout: Duration = .seconds(10)) async throws(DBusError) -> Connection {
+        let address = try bus.resolve()
+        dbus_threads_init_default()
+        let error = DBusErrorBox()
+        guard let raw = dbus_connection_open_private(address, &error.raw) else {
+            throw .cannotConnect(address: address, detail: error.isSet ? error.message : "unknown error")
+        }
+        // A library must never end its host process because a bus went away.
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        let connection = Connection(raw: raw, address: address)
+        connection.attach()
+        do throws(DBusError) {
+            let reply = try await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                  interface: "org.freedesktop.DBus", member: "Hello", timeout: timeout)
+            let name: String
+            do {
+                name = try reply.argument(0, as: String.self)
+            } catch {
+                throw DBusError.decoding(error)
+            }
+            connection.uniqueName = name
+            _ = dbus_bus_set_unique_name(raw, name)
+            connection.state = .open
+            return connection
+        } catch {
+            connection.close()
+            switch error {
+            case .decoding(let problem):
+                throw .cannotConnect(address: address, detail: "bus answered Hello oddly: \(problem)")
+            case .disconnected:
+                throw .cannotConnect(address: address, detail: "the bus closed the connection during authentication")
+            default:
+                throw .cannotConnect(address: address, detail: error.description)
+            }
+        }
+    }
+
+    private func attach() {
+        signals = SignalRouter(connection: self)
+        objects = ObjectRegistry(connection: self)
+        let integration = LoopIntegration(connection: raw, context: MainLoop.shared.context) { [weak self] in
+            BleLoop.assumeIsolated { self?.dispatchIncoming() }
+        }
+        self.integration = integration
+        integration.attach()
+        let weakBox = Unmanaged.passRetained(WeakConnection(self)).toOpaque()
+        dbus_connection_add_filter(raw, { _, message, data in
+            guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
+            return BleLoop.assumeIsolated {
+                box.connection?.handleIncoming(message) ?? DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            }
+        }, weakBox, { data in
+            guard let data else { return }
+            Unmanaged<WeakConnection>.fromOpaque(data).release()
+        })
+        let dispatchBox = Unmanaged.passRetained(WeakConnection(self)).toOpaque()
+        dbus_connection_set_dispatch_status_function(raw, { _, status, data in
+            guard let data, status == DBUS_DISPATCH_DATA_REMAINS else { return }
+            // libdbus forbids dispatching from inside this callback: defer to the loop.
+            let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
+            BleLoop.perform { box.connection?.scheduleDispatch() }
+        }, dispatchBox, { data in
+            guard let data else { return }
+            Unmanaged<WeakConnection>.fromOpaque(data).release()
+        })
+        dbus_connection_set_wakeup_main_function(raw, { _ in
+            g_main_context_wakeup(MainLoop.shared.context)
+        }, nil, nil)
+        scheduleDispatch()
+    }
+
+    private func scheduleDispatch() {
+        guard !dispatchScheduled, state != .closed else { return }
+        dispatchScheduled = true
+        BleLoop.perform { [weak self] in
+            guard let self else { return }
+            self.dispatchScheduled = false
+            self.dispatchIncoming()
+        }
+    }
+
+    private func dispatchIncoming() {
+        guard state != .closed else { return }
+        while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
+            _ = dbus_connection_dispatch(raw)
+            if state == .closed { return }
+        }
+    }
+
+    private func handleIncoming(_ rawMessage: OpaquePointer) -> DBusHandlerResult {
+        let message: DBusMessage
+        do {
+            message = try DBusMessage(decoding: rawMessage)
+        } catch {
+            return handleUndecodable(rawMessage, error: error)
+        }
+        tracer?(.received, message)
+        switch message.kind {
+        case .methodReturn, .error:
+            completePending(replySerial: message.replySerial, with: message)
+        case .signal:
+            if message.interface == "org.freedesktop.DBus.Local", message.member == "Disconnected" {
+                connectionLost()
+                return DBUS_HANDLER_RESULT_HANDLED
+            }
+            signals.route(message)
+        case .methodCall:
+            objects.dispatch(message)
+        }
+        return DBUS_HANDLER_RESULT_HANDLED
+    }
+
+    /// libdbus validated the framing, but a value inside (a signature string) was unusable:
+    /// answer a call with an error, fail a pending reply, drop a signal.
+    private func handleUndecodable(_ rawMessage: OpaquePointer, error: DBusError) -> DBusHandlerResult {
+        let type = dbus_message_get_type(rawMessage)
+        if type == Int32(DBUS_MESSAGE_TYPE_METHOD_RETURN) || type == Int32(DBUS_MESSAGE_TYPE_ERROR) {
+            let serial = dbus_message_get_reply_serial(rawMessage)
+            if let call = pendingCalls.removeValue(forKey: serial) {
+                finish(call, with: .failure(error))
+            }
+        } else if type == Int32(DBUS_MESSAGE_TYPE_METHOD_CALL), dbus_message_get_no_reply(rawMessage) == 0 {
+            let reply = DBusMessage(kind: .error, serial: 0, replySerial: dbus_message_get_serial(rawMessage), sender: nil,
+                                    destination: dbus_message_get_sender(rawMessage).map { String(cString: $0) },
+                                    path: nil, interface: nil, member: nil,
+                                    errorName: "org.freedesktop.DBus.Error.InvalidArgs", signature: "s",
+                                    body: [.string(error.description)], noReplyExpected: true)
+            _ = try? send(reply)
+        }
+        return DBUS_HANDLER_RESULT_HANDLED
+    }
+
+    // MARK: Sending
+
+    /// Sends `message` without waiting for anything; returns its serial.
+    @discardableResult
+    public func send(_ message: DBusMessage) throws(DBusError) -> UInt32 {
+        guard state != .closed else { throw .disconnected }
+        let rawMessage = try message.makeRaw()
+        defer { dbus_message_unref(rawMessage) }
+        if message.body.contains(where: DBusValue.containsFileDescriptor),
+           dbus_connection_can_send_type(raw, DBUS_TYPE_UNIX_FD) == 0, state == .open {
+            throw .fileDescriptorsUnsupported
+        }
+        var serial: UInt32 = 0
+        guard dbus_connection_send(raw, rawMessage, &serial) != 0 else { throw .outOfMemory }
+        if let tracer {
+            var sent = message
+            sent.serial = serial
+            tracer(.sent, sent)
+        }
+        return serial
+    }
+
+    /// Emits a signal from one of our objects.
+    public func emitSignal(path: ObjectPath, interface: String, member: String, body: [DBusValue] = [],
+                           destination: String? = nil) throws(DBusError) {
+        try send(.signal(path: path, interface: interface, member: member, body: body, destination: destination))
+    }
+
+    // MARK: Calls
+
+    /// Calls a method and returns the reply's body.
+    ///
+    /// Ends with the reply, a `.remote` error reply, `.timeout` after `timeout` (default
+    /// `defaultTimeout`), `.disconnected` at once if the connection closes, or `.cancelled`
+    /// when the awaiting task is cancelled.
+    public func call(destination: String?, path: ObjectPath, interface: String?, member: String,
+                     arguments: [DBusValue] = [], timeout: Duration? = nil) async throws(DBusError) -> [DBusValue] {
+        let message = DBusMessage.methodCall(destination: destination, path: path, interface: interface,
+                                             member: member, body: arguments)
+        let result = await callResult(message, timeout: timeout)
+        return try result.get().body
+    }
+
+    /// Calls a method and returns the whole reply message (header fields included).
+    public func callReturningMessage(_ message: DBusMessage, timeout: Duration? = nil) async throws(DBusError) -> DBusMessage {
+        try await callResult(message, timeout: timeout).get()
+    }
+
+    private func callResult(_ message: DBusMessage, timeout: Duration?) async -> Result<DBusMessage, DBusError> {
+        let id = nextCallID
+        nextCallID += 1
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<DBusMessage, DBusError>, Never>) in
+                if Task.isCancelled {
+                    continuation.resume(returning: .failure(.cancelled))
+                    return
+                }
+                start(message, id: id, timeout: timeout) { continuation.resume(returning: $0) }
+            }
+        } onCancel: {
+            BleLoop.perform { [weak self] in self?.cancelCall(id: id) }
+        }
+    }
+
+    /// Calls a method; `completion` runs on the loop thread with the reply body or the error.
+    ///
+    /// May be called from any thread.
+    public nonisolated func call(destination: String?, path: ObjectPath, interface: String?, member: String,
+                                 arguments: [DBusValue] = [], timeout: Duration? = nil,
+                                 completion: @escaping @Sendable (Result<[DBusValue], DBusError>) -> Void) {
+        let message = DBusMessage.methodCall(destination: destination, path: path, interface: interface,
+                                             member: member, body: arguments)
+        BleLoop.perform { [self] in
+            let id = nextCallID
+            nextCallID += 1
+            start(message, id: id, timeout: timeout) { completion($0.map(\.body)) }
+        }
+    }
+
+    private func start(_ message: DBusMessage, id: UInt64, timeout: Duration?,
+                       completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
+        guard state != .closed else {
+            completion(.failure(.disconnected))
+            return
+        }
+        let deadline = timeout ?? defaultTimeout
+        let call = PendingCall(id: id, message: message, completion: completion)
+        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
+        call.timer = LoopTimer.scheduled(after: deadline) { [weak self] in
+            self?.expire(id: id, seconds: seconds)
+        }
+        callsByID[id] = call
+        if pendingCalls.count >= maximumPendingCalls {
+            queuedCalls.append(call)
+        } else {
+            transmit(call)
+        }
+    }
+
+    private func transmit(_ call: PendingCall) {
+        do {
+            let serial = try send(call.message)
+            call.serial = serial
+            pendingCalls[serial] = call
+        } catch {
+            finish(call, with: .failure(error))
+        }
+    }
+
+    private func completePending(replySerial: UInt32, with reply: DBusMessage) {
+        guard let call = pendingCalls.removeValue(forKey: replySerial) else { return }
+        if let error = reply.remoteError {
+            finish(call, with: .failure(error))
+        } else {
+            finish(call, with: .success(reply))
+        }
+    }
+
+    private func expire(id: UInt64, seconds: Double) {
+        guard let call = callsByID[id] else { return }
+        forget(call)
+        finish(call, with: .failure(.timeout(member: call.message.member ?? "call", seconds: seconds)))
+    }
+
+    private func cancelCall(id: UInt64) {
+        guard let call = callsByID[id] else { return }
+        forget(call)
+        finish(call, with: .failure(.cancelled))
+    }
+
+    private func forget(_ call: PendingCall) {
+        if let serial = call.serial { pendingCalls.removeValue(forKey: serial) }
+        queuedCalls.removeAll { $0 === call }
+    }
+
+    private func finish(_ call: PendingCall, with result: Result<DBusMessage, DBusError>) {
+        guard callsByID.removeValue(forKey: call.id) != nil else { return }
+        call.timer?.cancel()
+        call.timer = nil
+        call.completion(result)
+        sendQueuedCalls()
+    }
+
+    private func sendQueuedCalls() {
+        while !queuedCalls.isEmpty, pendingCalls.count < maximumPendingCalls, state != .closed {
+            transmit(queuedCalls.removeFirst())
+        }
+    }
+
+    /// The number of calls awaiting a reply or waiting to be sent.
+    public var outstandingCallCount: Int { callsByID.count }
+
+    // MARK: Lifetime
+
+    /// Runs `handler` once when the connection closes, whichever side closed it.
+    @discardableResult
+    public func onDisconnect(_ handler: @escaping @BleLoop () -> Void) -> UInt64 {
+        let id = nextDisconnectHandlerID
+        nextDisconnectHandlerID += 1
+        if state == .closed {
+            handler()
+        } else {
+            disconnectHandlers[id] = handler
+        }
+        return id
+    }
+
+    /// Removes a handler added with `onDisconnect`.
+    public func removeDisconnectHandler(_ id: UInt64) {
+        disconnectHandlers.removeValue(forKey: id)
+    }
+
+    /// Closes the connection; every outstanding call fails with `.disconnected` at once.
+    public func close() {
+        guard state != .closed else { return }
+        dbus_connection_close(raw)
+        connectionLost()
+    }
+
+    private func connectionLost() {
+        guard state != .closed else { return }
+        state = .closed
+        let calls = Array(callsByID.values).sorted { $0.id < $1.id }
+        pendingCalls.removeAll()
+        queuedCalls.removeAll()
+        for call in calls { finish(call, with: .failure(.disconnected)) }
+        signals.connectionClosed()
+        let handlers = disconnectHandlers.sorted { $0.key < $1.key }.map(\.value)
+        disconnectHandlers.removeAll()
+        for handler in handlers { handler() }
+        integration?.detach()
+    }
+
+    isolated deinit {
+        if state != .closed {
+            dbus_connection_close(raw)
+        }
+        integration?.detach()
+        dbus_connection_unref(raw)
+    }
+}
+
+/// A call that awaits its reply or a free slot.
+@BleLoop
+final class PendingCall {
+    let id: UInt64
+    let message: DBusMessage
+    let completion: @BleLoop (Result<DBusMessage, DBusError>) -> Void
+    var serial: UInt32?
+    var timer: LoopTimer?
+
+    init(id: UInt64, message: DBusMessage, completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
+        self.id = id
+        self.message = message
+        self.completion = completion
+    }
+}
+
+/// Lets C callbacks reach a connection without keeping it alive.
+final class WeakConnection: @unchecked Sendable {
+    // Only read on the loop thread, inside BleLoop.assumeIsolated.
+    weak var connection: Connection?
+    init(_ connection: Connection) { self.connection = connection }
+}
+
+extension DBusValue {
+    static func containsFileDescriptor(_ value: DBusValue) -> Bool {
+        switch value {
+        case .unixFD: return true
+        case .variant(let inner): return containsFileDescriptor(inner)
+        case .array(let element, let values):
+            return element == .unixFD || element == .variant || !element.isBasic ? values.contains(where: containsFileDescriptor) : false
+        case .structure(let fields): return fields.contains(where: containsFileDescriptor)
+        case .dictionary(_, _, let entries):
+            return entries.contains { containsFileDescriptor($0.key) || containsFileDescriptor($0.value) }
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,198 @@
+/// Fans received signals out to subscriptions by path, interface and member, in-process.
+///
+/// It keeps one bus match rule per distinct (sender, interface, member, arg0), reference
+/// counted, and tracks the owners of the well-known names it is asked about so that a signal
+/// from `:1.7` reaches a subscription for `org.bluez` only while `:1.7` owns `org.bluez`.
+@BleLoop
+public final class SignalRouter {
+    /// A signal handler.
+    public typealias Handler = @BleLoop (DBusMessage) -> Void
+
+    private struct Subscription {
+        let match: SignalMatch
+        let handler: Handler
+    }
+
+    private weak var connection: Connection?
+    private var subscriptions: [UInt64: Subscription] = [:]
+    /// Subscriptions on one exact path, so a signal visits only its own object's handlers.
+    private var byPath: [ObjectPath: [UInt64]] = [:]
+    private var pathless: [UInt64] = []
+    private var nextID: UInt64 = 1
+    private var ruleCounts: [String: Int] = [:]
+    private var owners: [String: NameOwner] = [:]
+    private var nameWatchers: [String: [UInt64: @BleLoop (String?) -> Void]] = [:]
+
+    private enum NameOwner {
+        case unknown(changedSinceQuery: Bool)
+        case owned(by: String)
+        case unowned
+    }
+
+    init(connection: Connection) {
+        self.connection = connection
+    }
+
+    /// Delivers matching signals to `handler` on the loop, in arrival order.
+    ///
+    /// The bus rule is sent before this returns, so a call made afterwards (such as
+    /// `GetManagedObjects`) cannot overtake it: no signal emitted after that call is missed.
+    public func subscribe(_ match: SignalMatch, handler: @escaping Handler) throws(DBusError) -> SignalSubscription {
+        try match.validate()
+        guard let connection, connection.isOpen else { throw .disconnected }
+        let id = nextID
+        nextID += 1
+        subscriptions[id] = Subscription(match: match, handler: handler)
+        if let path = match.path { byPath[path, default: []].append(id) } else { pathless.append(id) }
+        retainRule(match.busRule)
+        if let sender = match.sender, !sender.hasPrefix(":") { trackOwner(of: sender) }
+        return SignalSubscription { [weak self] in
+            BleLoop.perform { self?.unsubscribe(id) }
+        }
+    }
+
+    private func unsubscribe(_ id: UInt64) {
+        guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+        if let path = subscription.match.path {
+            byPath[path]?.removeAll { $0 == id }
+            if byPath[path]?.isEmpty == true { byPath.removeValue(forKey: path) }
+        } else {
+            pathless.removeAll { $0 == id }
+        }
+        releaseRule(subscription.match.busRule)
+    }
+
+    /// The number of bus match rules this connection holds.
+    public var busRuleCount: Int { ruleCounts.count }
+
+    private func retainRule(_ rule: String) {
+        let count = ruleCounts[rule, default: 0]
+        ruleCounts[rule] = count + 1
+        guard count == 0 else { return }
+        connection?.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                         interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(rule)]) { result in
+            if case .failure(let error) = result, error != .disconnected {
+                DBusLog.warning("AddMatch \(rule) failed: \(error)")
+            }
+        }
+    }
+
+    private func releaseRule(_ rule: String) {
+        guard let count = ruleCounts[rule] else { return }
+        if count > 1 {
+            ruleCounts[rule] = count - 1
+            return
+        }
+        ruleCounts.removeValue(forKey: rule)
+        guard let connection, connection.isOpen else { return }
+        connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                        interface: "org.freedesktop.DBus", member: "RemoveMatch", arguments: [.string(rule)]) { _ in }
+    }
+
+    func route(_ message: DBusMessage) {
+        if message.interface == "org.freedesktop.DBus", message.member == "NameOwnerChanged",
+           message.sender == "org.freedesktop.DBus" {
+            noteOwnerChange(message)
+        }
+        var ids: [UInt64] = pathless
+        if let path = message.path, let exact = byPath[path] { ids.append(contentsOf: exact) }
+        if ids.count > 1 { ids.sort() }
+        for id in ids {
+            // A handler may cancel others; look each up again.
+            guard let subscription = subscriptions[id] else { continue }
+            guard subscription.match.matchesFields(of: message), senderMatches(subscription.match.sender, message.sender) else {
+                continue
+            }
+            subscription.handler(message)
+        }
+    }
+
+    private func senderMatches(_ wanted: String?, _ actual: String?) -> Bool {
+        guard let wanted else { return true }
+        guard let actual else { return false }
+        if wanted == actual { return true }
+        if wanted.hasPrefix(":") { return false }
+        switch owners[wanted] ?? .unknown(changedSinceQuery: false) {
+        case .owned(let owner): return owner == actual
+        case .unowned: return false
+        // The bus only forwarded it because a rule naming this sender matched.
+        case .unknown: return true
+        }
+    }
+
+    // MARK: Name owners
+
+    /// Calls `handler` with the current owner of `name` (nil when nobody owns it), then on
+    /// every change, until the returned subscription is cancelled: how the layer above learns
+    /// that bluetoothd vanished or came back.
+    public func watchName(_ name: String, handler: @escaping @BleLoop (String?) -> Void) throws(DBusError) -> SignalSubscription {
+        guard DBusNames.isValidBusName(name), !name.hasPrefix(":") else {
+            throw .invalidArgument("'\(name)' is not a well-known bus name")
+        }
+        let id = nextID
+        nextID += 1
+        nameWatchers[name, default: [:]][id] = handler
+        let alreadyTracked = owners[name] != nil
+        trackOwner(of: name)
+        if alreadyTracked, case .owned(let owner)? = owners[name] {
+            BleLoop.perform { handler(owner) }
+        } else if alreadyTracked, case .unowned? = owners[name] {
+            BleLoop.perform { handler(nil) }
+        }
+        return SignalSubscription { [weak self] in
+            BleLoop.perform { self?.nameWatchers[name]?.removeValue(forKey: id) }
+        }
+    }
+
+    /// The owner of a tracked name as last seen, or nil when unknown or unowned.
+    public func currentOwner(of name: String) -> String? {
+        if case .owned(let owner)? = owners[name] { return owner }
+        return nil
+    }
+
+    private func trackOwner(of name: String) {
+        guard owners[name] == nil, let connection else { return }
+        owners[name] = .unknown(changedSinceQuery: false)
+        retainRule(SignalMatch(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                               member: "NameOwnerChanged", arg0: name).busRule)
+        connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                        interface: "org.freedesktop.DBus", member: "GetNameOwner", arguments: [.string(name)]) { result in
+            BleLoop.assumeIsolated { [weak self] in
+                self?.ownerQueryAnswered(name: name, result: result)
+            }
+        }
+    }
+
+    private func ownerQueryAnswered(name: String, result: Result<[DBusValue], DBusError>) {
+        // A NameOwnerChanged that arrived first is newer than this answer.
+        guard case .unknown(changedSinceQuery: false)? = owners[name] else { return }
+        switch result {
+        case .success(let body):
+            if case .string(let owner)? = body.first {
+                owners[name] = .owned(by: owner)
+                notifyWatchers(name, owner)
+            }
+        case .failure(.remote(name: "org.freedesktop.DBus.Error.NameHasNoOwner", _)):
+            owners[name] = .unowned
+            notifyWatchers(name, nil)
+        case .failure(let error):
+            DBusLog.warning("GetNameOwner \(name) failed: \(error)")
+        }
+    }
+
+    private func noteOwnerChange(_ message: DBusMessage) {
+        guard message.body.count == 3, case .string(let name) = message.body[0],
+              case .string(let newOwner) = message.body[2], owners[name] != nil else { return }
+        owners[name] = newOwner.isEmpty ? NameOwner.unowned : .owned(by: newOwner)
+        notifyWatchers(name, newOwner.isEmpty ? nil : newOwner)
+    }
+
+    private func notifyWatchers(_ name: String, _ owner: String?) {
+        guard let watchers = nameWatchers[name] else { return }
+        for (_, handler) in watchers.sorted(by: { $0.key < $1.key }) { handler(owner) }
+    }
+
+    func connectionClosed() {
+        ruleCounts.removeAll()
+    }
+}

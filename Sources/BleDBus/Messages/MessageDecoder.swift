@@ -1,0 +1,181 @@
+import CDBus
+import Foundation
+
+/// Reads a libdbus message body into `DBusValue`s, once, following the type codes libdbus
+/// reports, so a peer's message of any shape decodes without trapping.
+struct MessageDecoder {
+    /// Array signatures seen in this message, parsed once: BlueZ replies repeat `a{sv}` and
+    /// `as` thousands of times.
+    private var parsedArrayTypes: [String: DBusType] = [:]
+
+    static func decodeBody(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+        var decoder = MessageDecoder()
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
+        var values: [DBusValue] = []
+        repeat {
+            values.append(try decoder.decodeCurrent(&iter))
+        } while dbus_message_iter_next(&iter) != 0
+        return values
+    }
+
+    private mutating func decodeCurrent(_ iter: UnsafeMutablePointer<DBusMessageIter>) throws(DBusError) -> DBusValue {
+        let code = dbus_message_iter_get_arg_type(iter)
+        switch code {
+        case DBUS_TYPE_BYTE:
+            var value: UInt8 = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .byte(value)
+        case DBUS_TYPE_BOOLEAN:
+            var value: dbus_bool_t = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .boolean(value != 0)
+        case DBUS_TYPE_INT16:
+            var value: Int16 = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .int16(value)
+        case DBUS_TYPE_UINT16:
+            var value: UInt16 = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .uint16(value)
+        case DBUS_TYPE_INT32:
+            var value: Int32 = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .int32(value)
+        case DBUS_TYPE_UINT32:
+            var value: UInt32 = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .uint32(value)
+        case DBUS_TYPE_INT64:
+            var value: Int64 = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .int64(value)
+        case DBUS_TYPE_UINT64:
+            var value: UInt64 = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .uint64(value)
+        case DBUS_TYPE_DOUBLE:
+            var value: Double = 0
+            dbus_message_iter_get_basic(iter, &value)
+            return .double(value)
+        case DBUS_TYPE_STRING:
+            return .string(readString(iter))
+        case DBUS_TYPE_OBJECT_PATH:
+            return .objectPath(ObjectPath(unchecked: readString(iter)))
+        case DBUS_TYPE_SIGNATURE:
+            let text = readString(iter)
+            do {
+                return .signature(try DBusSignature(text))
+            } catch {
+                throw .malformedMessage("signature value '\(text)' is invalid: \(error)")
+            }
+        case DBUS_TYPE_UNIX_FD:
+            var descriptor: Int32 = -1
+            // libdbus hands out a fresh duplicate that the reader owns.
+            dbus_message_iter_get_basic(iter, &descriptor)
+            guard descriptor >= 0 else { throw .malformedMessage("unix fd argument without a descriptor") }
+            return .unixFD(UnixFileDescriptor(adopting: descriptor))
+        case DBUS_TYPE_ARRAY:
+            return try decodeArray(iter)
+        case DBUS_TYPE_STRUCT:
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(iter, &sub)
+            var fields: [DBusValue] = []
+            while dbus_message_iter_get_arg_type(&sub) != DBUS_TYPE_INVALID {
+                fields.append(try decodeCurrent(&sub))
+                dbus_message_iter_next(&sub)
+            }
+            return .structure(fields)
+        case DBUS_TYPE_VARIANT:
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(iter, &sub)
+            return .variant(try decodeCurrent(&sub))
+        default:
+            throw .malformedMessage("unexpected type code \(code) in message body")
+        }
+    }
+
+    private mutating func decodeArray(_ iter: UnsafeMutablePointer<DBusMessageIter>) throws(DBusError) -> DBusValue {
+        let elementCode = dbus_message_iter_get_element_type(iter)
+        var sub = DBusMessageIter()
+        dbus_message_iter_recurse(iter, &sub)
+        if elementCode == DBUS_TYPE_BYTE {
+            var pointer: UnsafeRawPointer?
+            var count: Int32 = 0
+            if dbus_message_iter_get_arg_type(&sub) == DBUS_TYPE_BYTE {
+                withUnsafeMutablePointer(to: &pointer) { out in
+                    dbus_message_iter_get_fixed_array(&sub, out, &count)
+                }
+            }
+            guard let pointer, count > 0 else { return .bytes(Data()) }
+            return .bytes(Data(bytes: pointer, count: Int(count)))
+        }
+        let arrayType = try arrayType(of: iter, elementCode: elementCode)
+        switch arrayType {
+        case .dictionary(let key, let value):
+            var entries: [DBusDictionaryEntry] = []
+            while dbus_message_iter_get_arg_type(&sub) == DBUS_TYPE_DICT_ENTRY {
+                var entryIter = DBusMessageIter()
+                dbus_message_iter_recurse(&sub, &entryIter)
+                let keyValue = try decodeCurrent(&entryIter)
+                guard dbus_message_iter_next(&entryIter) != 0 else {
+                    throw .malformedMessage("dictionary entry without a value")
+                }
+                let entryValue = try decodeCurrent(&entryIter)
+                entries.append(DBusDictionaryEntry(key: keyValue, value: entryValue))
+                dbus_message_iter_next(&sub)
+            }
+            return .dictionary(key: key, value: value, entries)
+        case .array(let element):
+            var values: [DBusValue] = []
+            while dbus_message_iter_get_arg_type(&sub) != DBUS_TYPE_INVALID {
+                values.append(try decodeCurrent(&sub))
+                dbus_message_iter_next(&sub)
+            }
+            return .array(element: element, values)
+        default:
+            throw .malformedMessage("array with signature \(arrayType)")
+        }
+    }
+
+    private mutating func arrayType(of iter: UnsafeMutablePointer<DBusMessageIter>, elementCode: Int32) throws(DBusError) -> DBusType {
+        if let basic = MessageDecoder.basicType(elementCode) { return .array(basic) }
+        guard let raw = dbus_message_iter_get_signature(iter) else { throw .outOfMemory }
+        defer { dbus_free(raw) }
+        let text = String(cString: raw)
+        if let known = parsedArrayTypes[text] { return known }
+        do {
+            let parsed = try DBusType.parseSingle(text)
+            parsedArrayTypes[text] = parsed
+            return parsed
+        } catch {
+            throw .malformedMessage("array signature '\(text)' is invalid: \(error)")
+        }
+    }
+
+    private static func basicType(_ code: Int32) -> DBusType? {
+        switch code {
+        case DBUS_TYPE_BOOLEAN: return .boolean
+        case DBUS_TYPE_INT16: return .int16
+        case DBUS_TYPE_UINT16: return .uint16
+        case DBUS_TYPE_INT32: return .int32
+        case DBUS_TYPE_UINT32: return .uint32
+        case DBUS_TYPE_INT64: return .int64
+        case DBUS_TYPE_UINT64: return .uint64
+        case DBUS_TYPE_DOUBLE: return .double
+        case DBUS_TYPE_STRING: return .string
+        case DBUS_TYPE_OBJECT_PATH: return .objectPath
+        case DBUS_TYPE_SIGNATURE: return .signature
+        case DBUS_TYPE_UNIX_FD: return .unixFD
+        case DBUS_TYPE_VARIANT: return .variant
+        default: return nil
+        }
+    }
+
+    private func readString(_ iter: UnsafeMutablePointer<DBusMessageIter>) -> String {
+        var pointer: UnsafePointer<CChar>?
+        dbus_message_iter_get_basic(iter, &pointer)
+        guard let pointer else { return "" }
+        return String(cString: pointer)
+    }
+}

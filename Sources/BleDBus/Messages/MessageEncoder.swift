@@ -1,0 +1,205 @@
+import CDBus
+import Foundation
+
+/// Writes `DBusValue`s into a libdbus message.
+///
+/// Everything is validated before the first byte is appended, because libdbus aborts the
+/// process on an invalid string or path and cannot undo a half-written container.
+enum MessageEncoder {
+    /// Appends `values` to the body of `message`.
+    static func append(_ values: [DBusValue], to message: OpaquePointer) throws(DBusError) {
+        for (index, value) in values.enumerated() {
+            try validate(value, depth: NestingDepth(), context: "argument \(index)")
+        }
+        var iter = DBusMessageIter()
+        dbus_message_iter_init_append(message, &iter)
+        for value in values {
+            guard appendValidated(value, to: &iter) else { throw .outOfMemory }
+        }
+    }
+
+    struct NestingDepth {
+        var arrays = 0
+        var structures = 0
+        var total = 0
+
+        func entering(array: Bool) -> NestingDepth {
+            var next = self
+            if array { next.arrays += 1 } else { next.structures += 1 }
+            next.total += 1
+            return next
+        }
+    }
+
+    /// The D-Bus limit on containers nested inside each other, variants included.
+    static let maximumTotalDepth = 64
+
+    static func validate(_ value: DBusValue, depth: NestingDepth, context: String) throws(DBusError) {
+        switch value {
+        case .string(let text):
+            guard !text.utf8.contains(0) else {
+                throw .encoding("\(context): strings may not contain NUL characters")
+            }
+        case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
+             .objectPath, .signature:
+            return
+        case .unixFD(let descriptor):
+            guard descriptor.rawValue >= 0 else {
+                throw .encoding("\(context): the file descriptor was already taken or closed")
+            }
+        case .bytes:
+            try check(depth.entering(array: true), context: context)
+        case .array(let element, let values):
+            let inner = depth.entering(array: true)
+            try check(inner, context: context)
+            try checkType(element, context: context)
+            for (index, item) in values.enumerated() {
+                let itemType = item.type
+                guard itemType == element || (element == .array(.byte) && itemType == .array(.byte)) else {
+                    throw .encoding("\(context)[\(index)] has type \(itemType) in an array of \(element)")
+                }
+                try validate(item, depth: inner, context: "\(context)[\(index)]")
+            }
+        case .dictionary(let keyType, let valueType, let entries):
+            guard keyType.isBasic else {
+                throw .encoding("\(context): dictionary keys must be a basic type, not \(keyType)")
+            }
+            var inner = depth.entering(array: true)
+            inner.structures += 1
+            inner.total += 1
+            try check(inner, context: context)
+            try checkType(valueType, context: context)
+            for entry in entries {
+                guard entry.key.type == keyType, entry.value.type == valueType else {
+                    throw .encoding("\(context): entry \(entry.key) does not have type {\(keyType)\(valueType)}")
+                }
+                try validate(entry.key, depth: inner, context: "\(context)[\(entry.key)]")
+                try validate(entry.value, depth: inner, context: "\(context)[\(entry.key)]")
+            }
+        case .structure(let fields):
+            guard !fields.isEmpty else { throw .encoding("\(context): structures need at least one field") }
+            var inner = depth
+            inner.structures += 1
+            inner.total += 1
+            try check(inner, context: context)
+            for (index, field) in fields.enumerated() {
+                try validate(field, depth: inner, context: "\(context).\(index)")
+            }
+        case .variant(let inner):
+            var nested = depth
+            nested.total += 1
+            try check(nested, context: context)
+            try validate(inner, depth: nested, context: "\(context)<>")
+        }
+    }
+
+    private static func check(_ depth: NestingDepth, context: String) throws(DBusError) {
+        guard depth.arrays <= DBusType.maximumNestingDepth,
+              depth.structures <= DBusType.maximumNestingDepth,
+              depth.total <= maximumTotalDepth else {
+            throw .encoding("\(context): nested deeper than D-Bus allows (32 arrays, 32 structures, 64 in all)")
+        }
+    }
+
+    /// A declared element type must itself be a valid signature (e.g. no empty structure).
+    private static func checkType(_ type: DBusType, context: String) throws(DBusError) {
+        do {
+            _ = try DBusType.parseSingle(type.signature)
+        } catch {
+            throw .encoding("\(context): element type is invalid: \(error)")
+        }
+    }
+
+    /// Appends an already validated value; false only when libdbus runs out of memory.
+    static func appendValidated(_ value: DBusValue, to iter: UnsafeMutablePointer<DBusMessageIter>) -> Bool {
+        switch value {
+        case .byte(var byte):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_BYTE, &byte) != 0
+        case .boolean(let flag):
+            var raw: dbus_bool_t = flag ? 1 : 0
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_BOOLEAN, &raw) != 0
+        case .int16(var number):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_INT16, &number) != 0
+        case .uint16(var number):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_UINT16, &number) != 0
+        case .int32(var number):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_INT32, &number) != 0
+        case .uint32(var number):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_UINT32, &number) != 0
+        case .int64(var number):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_INT64, &number) != 0
+        case .uint64(var number):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_UINT64, &number) != 0
+        case .double(var number):
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_DOUBLE, &number) != 0
+        case .string(let text):
+            return appendString(text, type: DBUS_TYPE_STRING, to: iter)
+        case .objectPath(let path):
+            return appendString(path.rawValue, type: DBUS_TYPE_OBJECT_PATH, to: iter)
+        case .signature(let signature):
+            return appendString(signature.rawValue, type: DBUS_TYPE_SIGNATURE, to: iter)
+        case .unixFD(let descriptor):
+            var raw = descriptor.rawValue
+            return dbus_message_iter_append_basic(iter, DBUS_TYPE_UNIX_FD, &raw) != 0
+        case .bytes(let data):
+            var sub = DBusMessageIter()
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, "y", &sub) != 0 else { return false }
+            let appended = data.withUnsafeBytes { buffer -> Bool in
+                var base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)
+                return withUnsafeMutablePointer(to: &base) { pointer in
+                    dbus_message_iter_append_fixed_array(&sub, DBUS_TYPE_BYTE, pointer, Int32(buffer.count)) != 0
+                }
+            }
+            return close(&sub, in: iter, succeeded: appended)
+        case .array(let element, let values):
+            if element == .byte {
+                var data = Data(capacity: values.count)
+                for case .byte(let byte) in values { data.append(byte) }
+                return appendValidated(.bytes(data), to: iter)
+            }
+            var sub = DBusMessageIter()
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, element.signature, &sub) != 0 else { return false }
+            var ok = true
+            for item in values where ok { ok = appendValidated(item, to: &sub) }
+            return close(&sub, in: iter, succeeded: ok)
+        case .dictionary(let key, let valueType, let entries):
+            var sub = DBusMessageIter()
+            let entrySignature = "{" + key.signature + valueType.signature + "}"
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, entrySignature, &sub) != 0 else { return false }
+            var ok = true
+            for entry in entries where ok {
+                var entryIter = DBusMessageIter()
+                guard dbus_message_iter_open_container(&sub, DBUS_TYPE_DICT_ENTRY, nil, &entryIter) != 0 else {
+                    ok = false
+                    break
+                }
+                let written = appendValidated(entry.key, to: &entryIter) && appendValidated(entry.value, to: &entryIter)
+                ok = close(&entryIter, in: &sub, succeeded: written)
+            }
+            return close(&sub, in: iter, succeeded: ok)
+        case .structure(let fields):
+            var sub = DBusMessageIter()
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_STRUCT, nil, &sub) != 0 else { return false }
+            var ok = true
+            for field in fields where ok { ok = appendValidated(field, to: &sub) }
+            return close(&sub, in: iter, succeeded: ok)
+        case .variant(let inner):
+            var sub = DBusMessageIter()
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_VARIANT, inner.type.signature, &sub) != 0 else { return false }
+            return close(&sub, in: iter, succeeded: appendValidated(inner, to: &sub))
+        }
+    }
+
+    private static func appendString(_ text: String, type: Int32, to iter: UnsafeMutablePointer<DBusMessageIter>) -> Bool {
+        text.withCString { pointer in
+            var cString: UnsafePointer<CChar>? = pointer
+            return dbus_message_iter_append_basic(iter, type, &cString) != 0
+        }
+    }
+
+    private static func close(_ sub: UnsafeMutablePointer<DBusMessageIter>, in iter: UnsafeMutablePointer<DBusMessageIter>, succeeded: Bool) -> Bool {
+        if succeeded { return dbus_message_iter_close_container(iter, sub) != 0 }
+        dbus_message_iter_abandon_container(iter, sub)
+        return false
+    }
+}

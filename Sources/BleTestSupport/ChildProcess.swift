@@ -1,0 +1,87 @@
+import Foundation
+import Glibc
+
+/// A child process with a pipe on its stdin and stdout, spawned with `posix_spawn`.
+///
+/// Foundation's `Process` leaks pipe ends into grandchildren and spins while waiting; tests
+/// need a child that ends when our end of its stdin closes and a wait that costs nothing.
+final class ChildProcess: @unchecked Sendable {
+    private static let spawnLock = NSLock()
+    let pid: pid_t
+    private var stdinWrite: Int32
+    private let stdoutRead: Int32
+    private var buffered = Data()
+    private var exited = false
+
+    init(arguments: [String], environment: [String: String]? = nil) throws {
+        var inputPipe: [Int32] = [0, 0]
+        var outputPipe: [Int32] = [0, 0]
+        // Our spawns are serialised so no other child of ours inherits these ends before
+        // close-on-exec is set.
+        ChildProcess.spawnLock.lock()
+        defer { ChildProcess.spawnLock.unlock() }
+        guard pipe(&inputPipe) == 0, pipe(&outputPipe) == 0 else { throw POSIXError(.EMFILE) }
+        for descriptor in inputPipe + outputPipe { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let environmentList = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let envp: [UnsafeMutablePointer<CChar>?] = environmentList.map { strdup($0) } + [nil]
+        defer { envp.forEach { free($0) } }
+
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
+        close(inputPipe[0])
+        close(outputPipe[1])
+        guard status == 0 else {
+            close(inputPipe[1])
+            close(outputPipe[0])
+            throw POSIXError(POSIXErrorCode(rawValue: status) ?? .ENOENT)
+        }
+        self.pid = pid
+        self.stdinWrite = inputPipe[1]
+        self.stdoutRead = outputPipe[0]
+    }
+
+    /// Reads one line of the child's stdout, waiting at most `timeout` seconds.
+    func readLine(timeout: TimeInterval) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffered[buffered.startIndex..<newline], as: UTF8.self)
+                buffered.removeSubrange(buffered.startIndex...newline)
+                return line
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { return nil }
+            var descriptor = pollfd(fd: stdoutRead, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(remaining * 1000))
+            guard ready > 0 else { if ready == 0 { return nil } else { continue } }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = read(stdoutRead, &chunk, chunk.count)
+            guard count > 0 else { return nil }
+            buffered.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Closes the child's stdin and waits for it to exit.
+    func terminate() {
+        guard !exited else { return }
+        exited = true
+        if stdinWrite >= 0 {
+            close(stdinWrite)
+            stdinWrite = -1
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        close(stdoutRead)
+    }
+
+    deinit { terminate() }
+}
