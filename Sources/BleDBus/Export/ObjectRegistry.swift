@@ -131,11 +131,18 @@ public final class ObjectRegistry {
         interfaces.contains { !$0.properties.isEmpty }
     }
 
-    /// Introspectable first, Properties last (when any interface has properties), as bluetoothd.
+    /// Introspectable first, and Properties right after the first interface that has
+    /// properties: the order bluetoothd's gdbus registers and lists them in.
     private func withStandardInterfaces(_ interfaces: [ExportedInterface], path: ObjectPath) -> [ExportedInterface] {
         var result = [ExportedInterface(Standard.introspectable)]
-        result.append(contentsOf: interfaces)
-        if hasProperties(interfaces) { result.append(ExportedInterface(Standard.properties)) }
+        var propertiesListed = false
+        for interface in interfaces {
+            result.append(interface)
+            if !propertiesListed && !interface.properties.isEmpty {
+                result.append(ExportedInterface(Standard.properties))
+                propertiesListed = true
+            }
+        }
         return result
     }
 
@@ -267,11 +274,18 @@ public final class ObjectRegistry {
 
     /// The introspection XML of `path`, in the layout bluetoothd's gdbus writes.
     public func introspectionXML(for path: ObjectPath) -> String {
-        let interfaces = objects[path] ?? []
-        var listed = [IntrospectionWriter.introspectable]
-        if managers.contains(path) { listed.append(IntrospectionWriter.objectManager) }
-        listed.append(contentsOf: interfaces.map(IntrospectionWriter.Interface.init))
-        if hasProperties(interfaces) { listed.append(IntrospectionWriter.properties) }
+        var listed: [IntrospectionWriter.Interface] = []
+        for interface in withStandardInterfaces(objects[path] ?? [], path: path) {
+            switch interface.name {
+            case Standard.introspectable:
+                listed.append(IntrospectionWriter.introspectable)
+                if managers.contains(path) { listed.append(IntrospectionWriter.objectManager) }
+            case Standard.properties:
+                listed.append(IntrospectionWriter.properties)
+            default:
+                listed.append(IntrospectionWriter.Interface(interface))
+            }
+        }
         return IntrospectionWriter.document(interfaces: listed, children: childNames(of: path))
     }
 }
