@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "BleDBus", targets: ["BleDBus"]),
         .library(name: "BleTestSupport", targets: ["BleTestSupport"]),
+        .library(name: "BleSim", targets: ["BleSim"]),
     ],
     targets: [
         .systemLibrary(
@@ -19,9 +20,10 @@ let package = Package(
             providers: [.apt(["libglib2.0-dev"])]
         ),
         .target(name: "BleDBus", dependencies: ["CDBus", "CGLib"]),
-        .target(name: "BleTestSupport", dependencies: ["BleDBus"]),
+        .target(name: "BleSim", dependencies: ["BleDBus"]),
+        .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim"]),
         .executableTarget(name: "DBusEchoExample", dependencies: ["BleDBus"], path: "Examples/DBusEcho"),
-        .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus"], path: "Benchmarks/BleDBusBenchmark"),
+        .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport"], path: "Benchmarks/BleDBusBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

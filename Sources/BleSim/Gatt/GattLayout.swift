@@ -1,0 +1,115 @@
+/// A GATT database with ATT handles assigned the way a typical peripheral lays it out: GAP at
+/// 0x0001 (never exported by bluetoothd), the GATT service at 0x0008, then the peripheral's own
+/// services in order. Characteristic objects are named after their declaration handle.
+public struct GattLayout: Sendable, Equatable {
+    /// A service with its handle range start.
+    public struct Service: Sendable, Equatable {
+        /// The service declaration handle.
+        public var handle: UInt16
+        /// Full 128-bit UUID text.
+        public var uuid: String
+        /// Primary or secondary.
+        public var primary: Bool
+        /// Its characteristics.
+        public var characteristics: [Characteristic]
+    }
+
+    /// A characteristic.
+    public struct Characteristic: Sendable, Equatable {
+        /// The declaration handle (names the D-Bus object).
+        public var handle: UInt16
+        /// The value handle.
+        public var valueHandle: UInt16
+        /// Full 128-bit UUID text.
+        public var uuid: String
+        /// BlueZ flag names.
+        public var flags: [String]
+        /// The initial value.
+        public var initialValue: [UInt8]
+        /// Its descriptors.
+        public var descriptors: [Descriptor]
+
+        /// True when `flag` is set.
+        public func has(_ flag: String) -> Bool { flags.contains(flag) }
+    }
+
+    /// A descriptor.
+    public struct Descriptor: Sendable, Equatable {
+        /// Its handle.
+        public var handle: UInt16
+        /// Full 128-bit UUID text.
+        public var uuid: String
+        /// Flag names.
+        public var flags: [String]
+        /// The initial value.
+        public var initialValue: [UInt8]
+    }
+
+    /// The exported services (GAP excluded).
+    public var services: [Service]
+
+    /// The Client Characteristic Configuration descriptor UUID.
+    public static let cccdUUID = "00002902-0000-1000-8000-00805f9b34fb"
+    static let gattServiceUUID = "00001801-0000-1000-8000-00805f9b34fb"
+    static let serviceChangedUUID = "00002a05-0000-1000-8000-00805f9b34fb"
+
+    /// Lays out `specs`; UUIDs are normalised to full 128-bit text (invalid ones are kept as
+    /// given, lower-cased, so a Swift-built spec with a typo still shows up to be noticed).
+    public init(specs: [ServiceSpec]) {
+        var services: [Service] = []
+        var next: UInt16 = 0x0008
+        func take() -> UInt16 {
+            let handle = next
+            next &+= 1
+            return handle
+        }
+        let gatt = ServiceSpec(uuid: GattLayout.gattServiceUUID, characteristics: [
+            CharacteristicSpec(uuid: GattLayout.serviceChangedUUID, flags: ["indicate"]),
+        ])
+        for spec in [gatt] + specs {
+            var service = Service(handle: take(), uuid: SimUUID.full(spec.uuid) ?? spec.uuid.lowercased(),
+                                  primary: spec.primary, characteristics: [])
+            for characteristicSpec in spec.characteristics {
+                var characteristic = Characteristic(
+                    handle: take(), valueHandle: take(),
+                    uuid: SimUUID.full(characteristicSpec.uuid) ?? characteristicSpec.uuid.lowercased(),
+                    flags: characteristicSpec.flags, initialValue: Array(characteristicSpec.value), descriptors: [])
+                let wantsCCCD = characteristicSpec.flags.contains("notify") || characteristicSpec.flags.contains("indicate")
+                var descriptorSpecs = characteristicSpec.descriptors
+                if wantsCCCD, !descriptorSpecs.contains(where: { SimUUID.full($0.uuid) == GattLayout.cccdUUID }) {
+                    descriptorSpecs.insert(DescriptorSpec(uuid: GattLayout.cccdUUID, flags: ["read", "write"], value: .init([0, 0])), at: 0)
+                }
+                for descriptorSpec in descriptorSpecs {
+                    characteristic.descriptors.append(Descriptor(
+                        handle: take(), uuid: SimUUID.full(descriptorSpec.uuid) ?? descriptorSpec.uuid.lowercased(),
+                        flags: descriptorSpec.flags, initialValue: Array(descriptorSpec.value)))
+                }
+                service.characteristics.append(characteristic)
+            }
+            services.append(service)
+        }
+        self.services = services
+    }
+
+    /// The characteristic whose value handle or declaration handle is `handle`.
+    public func characteristic(handle: UInt16) -> Characteristic? {
+        for service in services {
+            for characteristic in service.characteristics where characteristic.valueHandle == handle || characteristic.handle == handle {
+                return characteristic
+            }
+        }
+        return nil
+    }
+
+    /// The first characteristic with `uuid` (any UUID form).
+    public func characteristic(uuid: String) -> Characteristic? {
+        let wanted = SimUUID.full(uuid) ?? uuid.lowercased()
+        for service in services {
+            if let found = service.characteristics.first(where: { $0.uuid == wanted }) { return found }
+        }
+        return nil
+    }
+
+    /// The service UUIDs, for the device's `UUIDs` property.
+    public var serviceUUIDs: [String] { services.map(\.uuid) }
+}

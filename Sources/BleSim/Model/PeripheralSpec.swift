@@ -1,0 +1,313 @@
+import BleDBus
+import Foundation
+
+/// A virtual BLE peripheral: what it advertises, its GATT database and how it behaves.
+///
+/// Build one in Swift (`PeripheralSpec(address:name:) { … }` and the `with…` modifiers) or load
+/// it from a JSON scenario (`Scenario`). The same spec can be seen by several simulated adapters.
+public struct PeripheralSpec: Sendable, Codable, Equatable {
+    /// `AA:BB:CC:DD:EE:FF`, upper case.
+    public var address: String
+    /// `public` or `random`.
+    public var addressType: AddressType
+    /// The advertised local name (from the scan response), if any.
+    public var name: String?
+    /// The GAP Device Name read after connecting; bluetoothd replaces the advertised name with it.
+    public var gapName: String?
+    /// The mean RSSI in dBm.
+    public var rssi: Int16
+    /// Uniform jitter (± dBm) added to each advertising report.
+    public var rssiJitter: Int16
+    /// The advertised TX power, if any.
+    public var txPower: Int16?
+    /// Manufacturer data by company id.
+    public var manufacturerData: [UInt16: Data]
+    /// Service data by UUID (any form; exported as full 128-bit strings, as bluetoothd does).
+    public var serviceData: [String: Data]
+    /// Advertised service UUIDs.
+    public var serviceUUIDs: [String]
+    /// Time between advertising reports.
+    public var advertisingIntervalMilliseconds: Double
+    /// Whether it accepts connections.
+    public var connectable: Bool
+    /// Whether it advertises at all (a peripheral that went away stops).
+    public var advertising: Bool
+    /// The ATT MTU the link negotiates (bluez ↔ bluez: 517).
+    public var mtu: UInt16
+    /// The GATT database.
+    public var services: [ServiceSpec]
+    /// A database that replaces `services` from the next connection on ("services changed").
+    public var servicesAfterReconnect: [ServiceSpec]?
+    /// Scripted behaviour.
+    public var rules: [BehaviourRule]
+
+    /// `public` or `random`.
+    public enum AddressType: String, Sendable, Codable, Equatable {
+        /// A public (IEEE) address.
+        case `public`
+        /// A random address.
+        case random
+    }
+
+    /// A peripheral at `address` with defaults from the emulated bluez ↔ bluez link.
+    public init(address: String, addressType: AddressType = .public, name: String? = nil, gapName: String? = nil,
+                rssi: Int16 = -60, rssiJitter: Int16 = 0, txPower: Int16? = nil,
+                manufacturerData: [UInt16: Data] = [:], serviceData: [String: Data] = [:],
+                serviceUUIDs: [String] = [], advertisingIntervalMilliseconds: Double = 100,
+                connectable: Bool = true, advertising: Bool = true, mtu: UInt16 = 517,
+                services: [ServiceSpec] = [], servicesAfterReconnect: [ServiceSpec]? = nil,
+                rules: [BehaviourRule] = []) {
+        self.address = address.uppercased()
+        self.addressType = addressType
+        self.name = name
+        self.gapName = gapName
+        self.rssi = rssi
+        self.rssiJitter = rssiJitter
+        self.txPower = txPower
+        self.manufacturerData = manufacturerData
+        self.serviceData = serviceData
+        self.serviceUUIDs = serviceUUIDs
+        self.advertisingIntervalMilliseconds = advertisingIntervalMilliseconds
+        self.connectable = connectable
+        self.advertising = advertising
+        self.mtu = mtu
+        self.services = services
+        self.servicesAfterReconnect = servicesAfterReconnect
+        self.rules = rules
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case address, addressType, name, gapName, rssi, rssiJitter, txPower, manufacturerData, serviceData
+        case serviceUUIDs, advertisingIntervalMilliseconds = "advertisingInterval", connectable, advertising, mtu
+        case services, servicesAfterReconnect, rules
+    }
+
+    /// Reads a spec from JSON; every field but `address` has a default, and byte values are
+    /// hex strings (`"01ff"`).
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let address = try container.decode(String.self, forKey: .address)
+        guard SimAddress.isValid(address) else {
+            throw DecodingError.dataCorruptedError(forKey: .address, in: container,
+                                                   debugDescription: "'\(address)' is not an address like AA:BB:CC:DD:EE:FF")
+        }
+        self.address = address.uppercased()
+        addressType = try container.decodeIfPresent(AddressType.self, forKey: .addressType) ?? .public
+        name = try container.decodeIfPresent(String.self, forKey: .name)
+        gapName = try container.decodeIfPresent(String.self, forKey: .gapName)
+        rssi = try container.decodeIfPresent(Int16.self, forKey: .rssi) ?? -60
+        rssiJitter = try container.decodeIfPresent(Int16.self, forKey: .rssiJitter) ?? 0
+        txPower = try container.decodeIfPresent(Int16.self, forKey: .txPower)
+        let manufacturer = try container.decodeIfPresent([String: HexData].self, forKey: .manufacturerData) ?? [:]
+        var manufacturerData: [UInt16: Data] = [:]
+        for (key, value) in manufacturer {
+            let trimmed = key.hasPrefix("0x") ? String(key.dropFirst(2)) : key
+            guard let company = key.hasPrefix("0x") ? UInt16(trimmed, radix: 16) : UInt16(trimmed) else {
+                throw DecodingError.dataCorruptedError(forKey: .manufacturerData, in: container,
+                                                       debugDescription: "company id '\(key)' is not a 16-bit number (decimal or 0x hex)")
+            }
+            manufacturerData[company] = value.data
+        }
+        self.manufacturerData = manufacturerData
+        serviceData = (try container.decodeIfPresent([String: HexData].self, forKey: .serviceData) ?? [:]).mapValues(\.data)
+        serviceUUIDs = try container.decodeIfPresent([String].self, forKey: .serviceUUIDs) ?? []
+        advertisingIntervalMilliseconds = try container.decodeIfPresent(Double.self, forKey: .advertisingIntervalMilliseconds) ?? 100
+        guard advertisingIntervalMilliseconds >= 20 else {
+            throw DecodingError.dataCorruptedError(forKey: .advertisingIntervalMilliseconds, in: container,
+                                                   debugDescription: "advertising interval must be at least 20 ms")
+        }
+        connectable = try container.decodeIfPresent(Bool.self, forKey: .connectable) ?? true
+        advertising = try container.decodeIfPresent(Bool.self, forKey: .advertising) ?? true
+        mtu = try container.decodeIfPresent(UInt16.self, forKey: .mtu) ?? 517
+        guard mtu >= 23 else {
+            throw DecodingError.dataCorruptedError(forKey: .mtu, in: container, debugDescription: "MTU must be at least 23")
+        }
+        services = try container.decodeIfPresent([ServiceSpec].self, forKey: .services) ?? []
+        servicesAfterReconnect = try container.decodeIfPresent([ServiceSpec].self, forKey: .servicesAfterReconnect)
+        rules = try container.decodeIfPresent([BehaviourRule].self, forKey: .rules) ?? []
+    }
+
+    /// Writes the JSON form read by `init(from:)`.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(address, forKey: .address)
+        try container.encode(addressType, forKey: .addressType)
+        try container.encodeIfPresent(name, forKey: .name)
+        try container.encodeIfPresent(gapName, forKey: .gapName)
+        try container.encode(rssi, forKey: .rssi)
+        try container.encode(rssiJitter, forKey: .rssiJitter)
+        try container.encodeIfPresent(txPower, forKey: .txPower)
+        try container.encode(Dictionary(uniqueKeysWithValues: manufacturerData.map { (String($0.key), HexData($0.value)) }),
+                             forKey: .manufacturerData)
+        try container.encode(serviceData.mapValues(HexData.init), forKey: .serviceData)
+        try container.encode(serviceUUIDs, forKey: .serviceUUIDs)
+        try container.encode(advertisingIntervalMilliseconds, forKey: .advertisingIntervalMilliseconds)
+        try container.encode(connectable, forKey: .connectable)
+        try container.encode(advertising, forKey: .advertising)
+        try container.encode(mtu, forKey: .mtu)
+        try container.encode(services, forKey: .services)
+        try container.encodeIfPresent(servicesAfterReconnect, forKey: .servicesAfterReconnect)
+        try container.encode(rules, forKey: .rules)
+    }
+}
+
+/// A primary service of a virtual peripheral.
+public struct ServiceSpec: Sendable, Codable, Equatable {
+    /// The service UUID (16-, 32- or 128-bit form).
+    public var uuid: String
+    /// Primary (true) or secondary.
+    public var primary: Bool
+    /// Its characteristics, in handle order.
+    public var characteristics: [CharacteristicSpec]
+
+    /// A service.
+    public init(uuid: String, primary: Bool = true, characteristics: [CharacteristicSpec] = []) {
+        self.uuid = uuid
+        self.primary = primary
+        self.characteristics = characteristics
+    }
+
+    enum CodingKeys: String, CodingKey { case uuid, primary, characteristics }
+
+    /// Reads a service; `primary` defaults to true.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
+        primary = try container.decodeIfPresent(Bool.self, forKey: .primary) ?? true
+        characteristics = try container.decodeIfPresent([CharacteristicSpec].self, forKey: .characteristics) ?? []
+    }
+}
+
+/// A characteristic of a virtual peripheral.
+public struct CharacteristicSpec: Sendable, Codable, Equatable {
+    /// The characteristic UUID.
+    public var uuid: String
+    /// BlueZ flag names: `read`, `write`, `write-without-response`, `notify`, `indicate`,
+    /// `reliable-write`, `encrypt-read`, … (every 5.66 flag is accepted).
+    public var flags: [String]
+    /// The initial value.
+    public var value: Data
+    /// Its descriptors (a CCCD is added automatically for notify/indicate).
+    public var descriptors: [DescriptorSpec]
+
+    /// The flag names bluetoothd 5.66 knows.
+    public static let knownFlags: Set<String> = [
+        "broadcast", "read", "write-without-response", "write", "notify", "indicate",
+        "authenticated-signed-writes", "extended-properties", "reliable-write", "writable-auxiliaries",
+        "encrypt-read", "encrypt-write", "encrypt-notify", "encrypt-indicate",
+        "encrypt-authenticated-read", "encrypt-authenticated-write", "encrypt-authenticated-notify",
+        "encrypt-authenticated-indicate", "secure-read", "secure-write", "secure-notify", "secure-indicate",
+        "authorize",
+    ]
+
+    /// A characteristic.
+    public init(uuid: String, flags: [String], value: Data = Data(), descriptors: [DescriptorSpec] = []) {
+        self.uuid = uuid
+        self.flags = flags
+        self.value = value
+        self.descriptors = descriptors
+    }
+
+    enum CodingKeys: String, CodingKey { case uuid, flags, value, descriptors }
+
+    /// Reads a characteristic; unknown flags are an error, so typos do not pass silently.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
+        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? ["read"]
+        if let unknown = flags.first(where: { !CharacteristicSpec.knownFlags.contains($0) }) {
+            throw DecodingError.dataCorruptedError(forKey: .flags, in: container,
+                                                   debugDescription: "unknown characteristic flag '\(unknown)'")
+        }
+        value = try container.decodeIfPresent(HexData.self, forKey: .value)?.data ?? Data()
+        guard value.count <= 512 else {
+            throw DecodingError.dataCorruptedError(forKey: .value, in: container,
+                                                   debugDescription: "a value holds at most 512 bytes")
+        }
+        descriptors = try container.decodeIfPresent([DescriptorSpec].self, forKey: .descriptors) ?? []
+    }
+
+    /// Writes the JSON form.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(uuid, forKey: .uuid)
+        try container.encode(flags, forKey: .flags)
+        try container.encode(HexData(value), forKey: .value)
+        try container.encode(descriptors, forKey: .descriptors)
+    }
+}
+
+/// A descriptor of a virtual characteristic.
+public struct DescriptorSpec: Sendable, Codable, Equatable {
+    /// The descriptor UUID.
+    public var uuid: String
+    /// `read`, `write`, …
+    public var flags: [String]
+    /// The initial value.
+    public var value: Data
+
+    /// A descriptor.
+    public init(uuid: String, flags: [String] = ["read"], value: Data = Data()) {
+        self.uuid = uuid
+        self.flags = flags
+        self.value = value
+    }
+
+    enum CodingKeys: String, CodingKey { case uuid, flags, value }
+
+    /// Reads a descriptor.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
+        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? ["read"]
+        value = try container.decodeIfPresent(HexData.self, forKey: .value)?.data ?? Data()
+    }
+
+    /// Writes the JSON form.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(uuid, forKey: .uuid)
+        try container.encode(flags, forKey: .flags)
+        try container.encode(HexData(value), forKey: .value)
+    }
+}
+
+/// Bytes written as a hex string in JSON (`"0a1b"`, spaces and colons allowed).
+public struct HexData: Sendable, Codable, Equatable {
+    /// The bytes.
+    public var data: Data
+
+    /// Wraps bytes.
+    public init(_ data: Data) { self.data = data }
+
+    /// Parses hex; odd length or non-hex characters are an error.
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let data = HexData.parse(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "'\(text)' is not hex bytes like \"01ff\""))
+        }
+        self.data = data
+    }
+
+    /// Writes lower-case hex.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(data.map { String(format: "%02x", $0) }.joined())
+    }
+
+    /// Parses `"01 ff"`, `"01:ff"` or `"01ff"`.
+    public static func parse(_ text: String) -> Data? {
+        let digits = text.filter { !" :-".contains($0) }
+        guard digits.count % 2 == 0 else { return nil }
+        var data = Data(capacity: digits.count / 2)
+        var index = digits.startIndex
+        while index < digits.endIndex {
+            let next = digits.index(index, offsetBy: 2)
+            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
+            data.append(byte)
+            index = next
+        }
+        return data
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// Bluetooth UUID text handling as bluetoothd does it: 16- and 32-bit forms expand onto the
+/// Bluetooth base UUID, and everything is exported as lower-case 128-bit text.
+public enum SimUUID {
+    static let baseSuffix = "-0000-1000-8000-00805f9b34fb"
+
+    /// The lower-case 128-bit form of `text`, or nil when it is not a UUID.
+    public static func full(_ text: String) -> String? {
+        var value = text.lowercased()
+        if value.hasPrefix("0x") { value.removeFirst(2) }
+        let hex = CharacterSet(charactersIn: "0123456789abcdef")
+        if value.count == 4 || value.count == 8, value.unicodeScalars.allSatisfy(hex.contains) {
+            return String(repeating: "0", count: 8 - value.count) + value + baseSuffix
+        }
+        guard value.count == 36, UUID(uuidString: value) != nil else { return nil }
+        return value
+    }
+
+    /// The 16-bit number when `text` is on the base UUID.
+    public static func short(_ text: String) -> UInt16? {
+        guard let full = full(text), full.hasSuffix(baseSuffix), full.hasPrefix("0000") else { return nil }
+        return UInt16(full.dropFirst(4).prefix(4), radix: 16)
+    }
+
+    static func decode<Key: CodingKey>(_ text: String, in container: KeyedDecodingContainer<Key>, key: Key) throws -> String {
+        guard let full = full(text) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: container,
+                                                   debugDescription: "'\(text)' is not a UUID (use 180d, 0000180d-…, or a 128-bit UUID)")
+        }
+        return full
+    }
+}
+
+/// Bluetooth device address text.
+public enum SimAddress {
+    /// `AA:BB:CC:DD:EE:FF`, any case.
+    public static func isValid(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && UInt8($0, radix: 16) != nil }
+    }
+
+    /// `dev_AA_BB_CC_DD_EE_FF`, bluetoothd's object path element.
+    public static func pathElement(_ address: String) -> String {
+        "dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_")
+    }
+}
