@@ -22,6 +22,9 @@ public final class ObjectRegistry {
     private var managers: Set<ObjectPath> = []
     /// Sees every call before dispatch; a tracer for tests (BleSim records its calls here).
     public var callObserver: (@BleLoop (DBusMessage) -> Void)?
+    /// May answer (or keep) a call before dispatch; returns true when it took the call.
+    /// BleSim injects `AccessDenied` and never-answered calls here.
+    public var callFilter: (@BleLoop (IncomingCall) -> Bool)?
 
     init(connection: Connection) {
         self.connection = connection
@@ -167,6 +170,7 @@ public final class ObjectRegistry {
         guard let connection else { return }
         callObserver?(message)
         let call = IncomingCall(message: message, connection: connection)
+        if let callFilter, callFilter(call) { return }
         let path = message.path ?? .root
         let member = message.member ?? ""
         let interfaceName = message.interface

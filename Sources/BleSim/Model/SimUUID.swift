@@ -1,3 +1,4 @@
+import BleDBus
 import Foundation
 
 /// Bluetooth UUID text handling as bluetoothd does it: 16- and 32-bit forms expand onto the
@@ -43,5 +44,18 @@ public enum SimAddress {
     /// `dev_AA_BB_CC_DD_EE_FF`, bluetoothd's object path element.
     public static func pathElement(_ address: String) -> String {
         "dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_")
+    }
+}
+
+extension ObjectPath {
+    /// A path the simulator assembles from parts it validated (adapter names, addresses,
+    /// handles); should one still be invalid, it is reported and replaced rather than trapping.
+    init(built text: String) {
+        if let path = try? ObjectPath(text) {
+            self = path
+        } else {
+            DBusLog.warning("BleSim built an invalid object path '\(text)'")
+            self = "/org/bluez/invalid"
+        }
     }
 }

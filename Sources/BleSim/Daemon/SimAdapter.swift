@@ -1,0 +1,340 @@
+import BleDBus
+import Foundation
+
+/// A simulated controller: `org.bluez.Adapter1` and its managers at `/org/bluez/hciN`, with
+/// per-client discovery sessions and the devices it has heard.
+@BleLoop
+public final class SimAdapter {
+    /// `hci0`, …
+    public let name: String
+    /// Its address.
+    public let address: String
+    /// Its object path.
+    public let path: ObjectPath
+    /// Powered now.
+    public private(set) var powered: Bool
+    /// Discovering now (any client's session).
+    public var discovering: Bool { !sessions.isEmpty }
+    /// The devices it exports, by address.
+    public private(set) var devices: [String: SimDevice] = [:]
+
+    unowned let simulator: Simulator
+    let systemName: String
+    private var alias: String?
+    private var discoverable = false
+    private var discoverableTimeout: UInt32 = 180
+    private(set) var pairable = false
+    private var pairableTimeout: UInt32 = 0
+    private var powerChangeInFlight = false
+    /// Discovery sessions and filters by client unique name.
+    private var sessions: [String: DiscoveryFilter] = [:]
+    /// Filters set before a client's StartDiscovery.
+    private var pendingFilters: [String: DiscoveryFilter] = [:]
+    private var exported = false
+    let peripheralRole: PeripheralRoleBridge
+
+    init(spec: Simulator.AdapterSpec, simulator: Simulator) {
+        name = spec.name
+        address = spec.address.uppercased()
+        path = ObjectPath(built: "/org/bluez/" + spec.name)
+        powered = spec.powered
+        systemName = spec.systemName
+        self.simulator = simulator
+        peripheralRole = PeripheralRoleBridge()
+        peripheralRole.adapter = self
+        pairable = simulator.agents.hasAgents
+    }
+
+    var objects: ObjectRegistry? { simulator.connection?.objects }
+
+    // MARK: Export
+
+    func export() {
+        guard let objects else { return }
+        exported = true
+        objects.register(path, interfaces: [
+            adapterInterface(),
+            peripheralRole.gattManagerInterface(),
+            ExportedInterface("org.bluez.Media1", methods: [
+                ExportedMethod("RegisterEndpoint", in: [ArgumentDescription("endpoint", .objectPath),
+                                                        ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
+                ExportedMethod("UnregisterEndpoint", in: [ArgumentDescription("endpoint", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod("RegisterPlayer", in: [ArgumentDescription("player", .objectPath),
+                                                      ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
+                ExportedMethod("UnregisterPlayer", in: [ArgumentDescription("player", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod("RegisterApplication", in: [ArgumentDescription("application", .objectPath),
+                                                           ArgumentDescription("options", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
+                ExportedMethod("UnregisterApplication", in: [ArgumentDescription("application", .objectPath)]) { BlueZError.doesNotExist($0) },
+            ], properties: [
+                ExportedProperty("SupportedUUIDs", .array(.string)) { .array(element: .string, []) },
+            ]),
+            ExportedInterface("org.bluez.NetworkServer1", methods: [
+                ExportedMethod("Register", in: [ArgumentDescription("uuid", .string), ArgumentDescription("bridge", .string)]) { BlueZError.notSupported($0) },
+                ExportedMethod("Unregister", in: [ArgumentDescription("uuid", .string)]) { BlueZError.doesNotExist($0) },
+            ]),
+            peripheralRole.advertisingManagerInterface(),
+        ])
+    }
+
+    private var currentAlias: String { alias ?? systemName }
+
+    private func adapterInterface() -> ExportedInterface {
+        ExportedInterface("org.bluez.Adapter1", methods: [
+            ExportedMethod("StartDiscovery") { [weak self] call in self?.startDiscovery(call) },
+            ExportedMethod("SetDiscoveryFilter", in: [ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) {
+                [weak self] call in self?.setDiscoveryFilter(call)
+            },
+            ExportedMethod("StopDiscovery") { [weak self] call in self?.stopDiscovery(call) },
+            ExportedMethod("RemoveDevice", in: [ArgumentDescription("device", .objectPath)]) { [weak self] call in
+                self?.removeDevice(call)
+            },
+            ExportedMethod("GetDiscoveryFilters", out: [ArgumentDescription("filters", .array(.string))]) { call in
+                call.reply([.array(element: .string, DiscoveryFilter.supportedKeys.map { .string($0) })])
+            },
+        ], properties: [
+            ExportedProperty("Address", .string) { [weak self] in self.map { .string($0.address) } },
+            ExportedProperty("AddressType", .string) { .string("public") },
+            ExportedProperty("Name", .string) { [weak self] in self.map { .string($0.systemName) } },
+            ExportedProperty("Alias", .string, access: .readwrite, get: { [weak self] in self.map { .string($0.currentAlias) } },
+                             set: { [weak self] value, call in
+                                 guard let self, case .string(let text) = value else { return }
+                                 let before = self.currentAlias
+                                 self.alias = text.isEmpty ? nil : text
+                                 call.reply()
+                                 if before != self.currentAlias { self.changed(["Alias"]) }
+                             }),
+            ExportedProperty("Class", .uint32) { .uint32(0) },
+            ExportedProperty("Powered", .boolean, access: .readwrite, get: { [weak self] in self.map { .boolean($0.powered) } },
+                             set: { [weak self] value, call in
+                                 guard let self, case .boolean(let on) = value else { return }
+                                 self.setPowered(on, call: call)
+                             }),
+            boolProperty("Discoverable", get: { $0.discoverable }, set: { $0.discoverable = $1 }),
+            uint32Property("DiscoverableTimeout", get: { $0.discoverableTimeout }, set: { $0.discoverableTimeout = $1 }),
+            boolProperty("Pairable", get: { $0.pairable }, set: { $0.pairable = $1 }),
+            uint32Property("PairableTimeout", get: { $0.pairableTimeout }, set: { $0.pairableTimeout = $1 }),
+            ExportedProperty("Discovering", .boolean) { [weak self] in self.map { .boolean($0.discovering) } },
+            ExportedProperty("UUIDs", .array(.string)) { [weak self] in
+                .array(element: .string, (self?.advertisedUUIDs ?? []).map { .string($0) })
+            },
+            ExportedProperty("Modalias", .string) { .string("usb:v1D6Bp0246d0542") },
+            ExportedProperty("Roles", .array(.string)) { .array(element: .string, [.string("central"), .string("peripheral")]) },
+            // Declared but never sent: its "exists" callback is false without experimental features.
+            ExportedProperty("ExperimentalFeatures", .array(.string)) { nil },
+        ])
+    }
+
+    private var advertisedUUIDs: [String] {
+        ["00001801-0000-1000-8000-00805f9b34fb", "00001800-0000-1000-8000-00805f9b34fb"] + peripheralRole.applicationServiceUUIDs
+    }
+
+    private func boolProperty(_ name: String, get: @escaping @BleLoop @Sendable (SimAdapter) -> Bool,
+                              set: @escaping @BleLoop @Sendable (SimAdapter, Bool) -> Void) -> ExportedProperty {
+        ExportedProperty(name, .boolean, access: .readwrite, get: { [weak self] in self.map { .boolean(get($0)) } },
+                         set: { [weak self] value, call in
+                             guard let self, case .boolean(let flag) = value else { return }
+                             let before = get(self)
+                             set(self, flag)
+                             // Adapter1: the reply comes before the signal.
+                             call.reply()
+                             if before != flag { self.changed([name]) }
+                         })
+    }
+
+    private func uint32Property(_ name: String, get: @escaping @BleLoop @Sendable (SimAdapter) -> UInt32,
+                                set: @escaping @BleLoop @Sendable (SimAdapter, UInt32) -> Void) -> ExportedProperty {
+        ExportedProperty(name, .uint32, access: .readwrite, get: { [weak self] in self.map { .uint32(get($0)) } },
+                         set: { [weak self] value, call in
+                             guard let self, case .uint32(let number) = value else { return }
+                             let before = get(self)
+                             set(self, number)
+                             call.reply()
+                             if before != number { self.changed([name]) }
+                         })
+    }
+
+    func changed(_ names: [String], invalidated: [String] = []) {
+        objects?.emitPropertiesChanged(path: path, interface: "org.bluez.Adapter1", names: names, invalidated: invalidated)
+    }
+
+    func setPairable(_ flag: Bool) {
+        guard pairable != flag else { return }
+        pairable = flag
+        changed(["Pairable"])
+    }
+
+    // MARK: Power
+
+    /// Powers the adapter on or off from the test side (as rfkill or a user would).
+    public func setPowered(_ on: Bool) {
+        guard powered != on else { return }
+        applyPower(on)
+    }
+
+    private func setPowered(_ on: Bool, call: IncomingCall) {
+        guard !powerChangeInFlight else {
+            // bluetoothd answers a racing second Set with an empty message.
+            call.fail(name: "org.bluez.Error.Busy", message: "")
+            return
+        }
+        guard on != powered else {
+            call.reply()
+            return
+        }
+        powerChangeInFlight = true
+        simulator.clock.after(simulator.timing.scaled(milliseconds: 50)) { [weak self] in
+            guard let self else { return }
+            self.powerChangeInFlight = false
+            call.reply()
+            self.applyPower(on)
+        }
+    }
+
+    private func applyPower(_ on: Bool) {
+        if !on {
+            for device in devices.values.sorted(by: { $0.address < $1.address }) where device.isConnectedOrConnecting {
+                device.adapterPoweredOff()
+            }
+            sessions.removeAll()
+            powered = false
+            // bluetoothd includes Discovering even when it was already false.
+            changed(["Powered", "Discovering"])
+        } else {
+            powered = true
+            changed(["Powered"])
+        }
+    }
+
+    // MARK: Discovery
+
+    private func startDiscovery(_ call: IncomingCall) {
+        guard powered else { return BlueZError.notReady(call) }
+        guard sessions[call.sender] == nil else { return BlueZError.inProgress(call, "Operation already in progress") }
+        let wasDiscovering = discovering
+        sessions[call.sender] = pendingFilters[call.sender] ?? DiscoveryFilter()
+        call.reply()
+        if !wasDiscovering { changed(["Discovering"]) }
+        simulator.scanStarted(on: self)
+    }
+
+    private func setDiscoveryFilter(_ call: IncomingCall) {
+        guard powered else { return BlueZError.notReady(call) }
+        guard let filter = DiscoveryFilter(call.arguments[0]) else { return BlueZError.invalidArguments(call) }
+        pendingFilters[call.sender] = filter
+        if sessions[call.sender] != nil { sessions[call.sender] = filter }
+        call.reply()
+    }
+
+    private func stopDiscovery(_ call: IncomingCall) {
+        guard powered else { return BlueZError.notReady(call) }
+        guard sessions.removeValue(forKey: call.sender) != nil else { return BlueZError.failed(call, "No discovery started") }
+        call.reply()
+        if sessions.isEmpty { endDiscovery() }
+    }
+
+    private func endDiscovery() {
+        for device in devices.values.sorted(by: { $0.address < $1.address }) { device.discoveryStopped() }
+        changed(["Discovering"])
+    }
+
+    func clientLeft(_ client: String) {
+        pendingFilters.removeValue(forKey: client)
+        if sessions.removeValue(forKey: client) != nil, sessions.isEmpty { endDiscovery() }
+        for device in devices.values { device.clientLeft(client) }
+        peripheralRole.clientLeft(client)
+    }
+
+    /// True when some session has no filter, or some filter admits `report` (filters are
+    /// OR-merged across clients, as in bluetoothd).
+    private func admits(_ report: AdvertisingReport) -> Bool {
+        sessions.values.contains { $0.admits(report) }
+    }
+
+    private var duplicateData: Bool { sessions.values.contains { $0.duplicateData } }
+    /// Any filter disables the default 8 dBm RSSI delta threshold.
+    private var hasFilter: Bool { sessions.values.contains { $0 != DiscoveryFilter() } }
+
+    /// One advertising report heard while scanning.
+    func hear(_ report: AdvertisingReport, from peripheral: AirPeripheral, now: ContinuousClock.Instant) {
+        guard powered, discovering, peripheral.hostAdapter !== self, admits(report) else { return }
+        if let device = devices[report.address] {
+            device.advertisingReport(report, duplicateData: duplicateData, rssiThreshold: hasFilter ? 0 : 8, now: now)
+        } else {
+            let device = SimDevice(adapter: self, report: report, now: now)
+            devices[report.address] = device
+            device.export()
+        }
+    }
+
+    /// Expires temporary devices TemporaryTimeout after their last report, even while
+    /// discovery runs, as the real daemon does.
+    func expireDevices(now: ContinuousClock.Instant, timeout: Duration) {
+        for device in devices.values where device.isTemporary && now - device.lastSeen >= timeout {
+            removeDeviceObject(device)
+        }
+    }
+
+    /// A device object for an incoming connection from an app's central (peripheral role).
+    func deviceForIncoming(address: String) -> SimDevice {
+        if let existing = devices[address.uppercased()] { return existing }
+        let device = SimDevice(adapter: self, incomingFrom: address.uppercased())
+        devices[device.address] = device
+        device.export()
+        return device
+    }
+
+    // MARK: RemoveDevice
+
+    private func removeDevice(_ call: IncomingCall) {
+        guard case .objectPath(let target) = call.arguments[0],
+              let device = devices.values.first(where: { $0.path == target }) else {
+            return BlueZError.doesNotExist(call)
+        }
+        if device.isConnectedOrConnecting {
+            device.disconnectForRemoval { [weak self] in
+                call.reply()
+                device.finishDisconnect()
+                self?.removeDeviceObject(device)
+            }
+        } else {
+            // While discovering bluetoothd removes the object before it replies.
+            removeDeviceObject(device)
+            call.reply()
+        }
+    }
+
+    func removeDeviceObject(_ device: SimDevice) {
+        guard devices[device.address] === device else { return }
+        devices.removeValue(forKey: device.address)
+        device.unexport()
+    }
+
+    // MARK: Daemon lifetime
+
+    /// SIGTERM-style teardown: links down, power off, objects removed.
+    func shutDown() {
+        guard exported else { return }
+        for device in devices.values.sorted(by: { $0.address < $1.address }) where device.isConnectedOrConnecting {
+            device.adapterPoweredOff()
+        }
+        peripheralRole.daemonStopping()
+        if powered || discovering {
+            sessions.removeAll()
+            powered = false
+            changed(["Powered", "Discovering"])
+        }
+        for device in devices.values.sorted(by: { $0.address < $1.address }) { device.unexport() }
+        devices.removeAll()
+        objects?.unregister(path)
+        exported = false
+    }
+
+    /// Drops all state without emitting anything (SIGKILL, or after shutDown).
+    func forget() {
+        for device in devices.values { device.forget() }
+        devices.removeAll()
+        sessions.removeAll()
+        peripheralRole.forget()
+        exported = false
+    }
+}

@@ -1,0 +1,540 @@
+import BleDBus
+import Foundation
+
+/// `org.bluez.Device1` at `/org/bluez/hciN/dev_…`: one adapter's view of one peripheral, with
+/// the connection state machine and the cached GATT objects below it.
+@BleLoop
+public final class SimDevice {
+    /// The link, as one explicit state.
+    enum LinkState {
+        case disconnected
+        /// A Connect is under way; `call` waits for its reply (nil for Pair-initiated links).
+        case connecting(call: IncomingCall?, attempt: Int)
+        case connected(SimLink)
+        /// Disconnect was called: ServicesResolved already false, reply pending.
+        case disconnecting(SimLink)
+    }
+
+    /// The address.
+    public let address: String
+    /// The object path.
+    public let path: ObjectPath
+    unowned let adapter: SimAdapter
+    private(set) var state: LinkState = .disconnected
+    private(set) var lastSeen: ContinuousClock.Instant
+    private var addressType: String
+    private var name: String?
+    private var alias: String?
+    private var rssi: Int16?
+    private var txPower: Int16?
+    private var manufacturerData: [UInt16: Data] = [:]
+    private var serviceData: [String: Data] = [:]
+    private var advertisedUUIDs: [String] = []
+    private var paired = false
+    private var bonded = false
+    private var trusted = false
+    private var blocked = false
+    private var servicesResolved = false
+    /// Incoming connections (we are the peripheral for an app's central) start connected.
+    private let incoming: Bool
+    private var attemptCounter = 0
+    private var pairing: IncomingCall?
+    /// The GATT objects, kept across disconnects (Cache=always).
+    private(set) var gatt: RemoteGattTree?
+
+    init(adapter: SimAdapter, report: AdvertisingReport, now: ContinuousClock.Instant) {
+        self.adapter = adapter
+        address = report.address
+        path = ObjectPath(built: adapter.path.rawValue + "/" + SimAddress.pathElement(report.address))
+        addressType = report.addressType
+        lastSeen = now
+        incoming = false
+        name = report.name
+        rssi = report.rssi
+        txPower = report.txPower
+        manufacturerData = report.manufacturerData
+        serviceData = report.serviceData
+        advertisedUUIDs = report.serviceUUIDs
+    }
+
+    init(adapter: SimAdapter, incomingFrom address: String) {
+        self.adapter = adapter
+        self.address = address
+        path = ObjectPath(built: adapter.path.rawValue + "/" + SimAddress.pathElement(address))
+        addressType = "public"
+        lastSeen = ContinuousClock.now
+        incoming = true
+    }
+
+    private var simulator: Simulator { adapter.simulator }
+    private var objects: ObjectRegistry? { adapter.objects }
+
+    var isConnectedOrConnecting: Bool {
+        if case .disconnected = state { return false }
+        return true
+    }
+
+    var isConnected: Bool {
+        if case .connected = state { return true }
+        return false
+    }
+
+    var link: SimLink? {
+        switch state {
+        case .connected(let link): return link
+        default: return nil
+        }
+    }
+
+    /// Unpaired, untrusted and idle: bluetoothd forgets it TemporaryTimeout after it was last heard.
+    var isTemporary: Bool { !paired && !bonded && !trusted && !isConnectedOrConnecting && pairing == nil }
+
+    /// What the device's `UUIDs` property holds: resolved services once known, else advertised.
+    private var uuids: [String] {
+        var all = advertisedUUIDs
+        if let gatt { for uuid in gatt.serviceUUIDs where !all.contains(uuid) { all.append(uuid) } }
+        return all.sorted()
+    }
+
+    /// bluetoothd shows the address with dashes when a device has no name.
+    private var currentAlias: String { alias ?? name ?? address.replacingOccurrences(of: ":", with: "-") }
+
+    // MARK: Export
+
+    func export() {
+        objects?.register(path, interfaces: [deviceInterface()])
+    }
+
+    func unexport() {
+        gatt?.unexport()
+        gatt = nil
+        objects?.unregister(path)
+        forget()
+    }
+
+    func forget() {
+        if case .connected(let link) = state { link.markDown() }
+        if case .disconnecting(let link) = state { link.markDown() }
+        state = .disconnected
+    }
+
+    func changed(_ names: [String], invalidated: [String] = []) {
+        objects?.emitPropertiesChanged(path: path, interface: "org.bluez.Device1", names: names, invalidated: invalidated)
+    }
+
+    private func deviceInterface() -> ExportedInterface {
+        ExportedInterface("org.bluez.Device1", methods: [
+            ExportedMethod("Disconnect") { [weak self] call in self?.disconnect(call) },
+            ExportedMethod("Connect") { [weak self] call in self?.connect(call) },
+            ExportedMethod("ConnectProfile", in: [ArgumentDescription("UUID", .string)]) { call in
+                // LE devices have no SDP records; bluetoothd reports its BR/EDR failure.
+                BlueZError.failed(call, "br-connection-sdp-search")
+            },
+            ExportedMethod("DisconnectProfile", in: [ArgumentDescription("UUID", .string)]) { call in
+                BlueZError.notSupported(call)
+            },
+            ExportedMethod("Pair") { [weak self] call in self?.pair(call) },
+            ExportedMethod("CancelPairing") { [weak self] call in self?.cancelPairing(call) },
+        ], properties: [
+            ExportedProperty("Address", .string) { [weak self] in self.map { .string($0.address) } },
+            ExportedProperty("AddressType", .string) { [weak self] in self.map { .string($0.addressType) } },
+            ExportedProperty("Name", .string) { [weak self] in self?.name.map { .string($0) } },
+            ExportedProperty("Alias", .string, access: .readwrite, get: { [weak self] in self.map { .string($0.currentAlias) } },
+                             set: { [weak self] value, call in
+                                 guard let self, case .string(let text) = value else { return }
+                                 let before = self.currentAlias
+                                 self.alias = text.isEmpty ? nil : text
+                                 if before != self.currentAlias { self.changed(["Alias"]) }
+                                 call.reply()
+                             }),
+            ExportedProperty("Class", .uint32) { nil },
+            ExportedProperty("Appearance", .uint16) { nil },
+            ExportedProperty("Icon", .string) { nil },
+            ExportedProperty("Paired", .boolean) { [weak self] in self.map { .boolean($0.paired) } },
+            ExportedProperty("Bonded", .boolean) { [weak self] in self.map { .boolean($0.bonded) } },
+            flag("Trusted", get: { $0.trusted }, set: { $0.trusted = $1 }),
+            flag("Blocked", get: { $0.blocked }, set: { device, value in
+                device.blocked = value
+                if value, device.isConnectedOrConnecting { device.linkLost(reason: "blocked") }
+            }),
+            ExportedProperty("LegacyPairing", .boolean) { .boolean(false) },
+            ExportedProperty("RSSI", .int16) { [weak self] in self?.rssi.map { .int16($0) } },
+            ExportedProperty("Connected", .boolean) { [weak self] in self.map { .boolean($0.connectedProperty) } },
+            ExportedProperty("UUIDs", .array(.string)) { [weak self] in
+                .array(element: .string, (self?.uuids ?? []).map { .string($0) })
+            },
+            ExportedProperty("Modalias", .string) { nil },
+            ExportedProperty("Adapter", .objectPath) { [weak self] in self.map { .objectPath($0.adapter.path) } },
+            ExportedProperty("ManufacturerData", .dictionary(key: .uint16, value: .variant)) { [weak self] in
+                guard let self, !self.manufacturerData.isEmpty else { return nil }
+                return BlueZShapes.manufacturerDataValue(self.manufacturerData)
+            },
+            ExportedProperty("ServiceData", .dictionary(key: .string, value: .variant)) { [weak self] in
+                guard let self, !self.serviceData.isEmpty else { return nil }
+                return BlueZShapes.serviceDataValue(self.serviceData)
+            },
+            ExportedProperty("TxPower", .int16) { [weak self] in self?.txPower.map { .int16($0) } },
+            ExportedProperty("ServicesResolved", .boolean) { [weak self] in self.map { .boolean($0.servicesResolved) } },
+            ExportedProperty("WakeAllowed", .boolean, access: .readwrite, get: { nil }, set: { _, call in
+                BlueZError.notSupported(call)
+            }),
+        ])
+    }
+
+    private var connectedProperty: Bool {
+        switch state {
+        case .connected, .disconnecting: return true
+        case .connecting, .disconnected: return briefLink
+        }
+    }
+
+    private func flag(_ name: String, get: @escaping @BleLoop @Sendable (SimDevice) -> Bool,
+                      set: @escaping @BleLoop @Sendable (SimDevice, Bool) -> Void) -> ExportedProperty {
+        ExportedProperty(name, .boolean, access: .readwrite, get: { [weak self] in self.map { .boolean(get($0)) } },
+                         set: { [weak self] value, call in
+                             guard let self, case .boolean(let on) = value else { return }
+                             let before = get(self)
+                             set(self, on)
+                             // Device1: the signal comes before the reply (the opposite of Adapter1).
+                             if before != on { self.changed([name]) }
+                             call.reply()
+                         })
+    }
+
+    // MARK: Advertising
+
+    func advertisingReport(_ report: AdvertisingReport, duplicateData: Bool, rssiThreshold: Int16,
+                           now: ContinuousClock.Instant) {
+        lastSeen = now
+        var names: [String] = []
+        if report.name != nil, name == nil {
+            name = report.name
+            names.append(contentsOf: ["Name", "Alias"])
+        }
+        if rssi == nil || abs(Int(report.rssi) - Int(rssi ?? 0)) >= Int(rssiThreshold) {
+            rssi = report.rssi
+            names.append("RSSI")
+        }
+        if report.txPower != txPower {
+            txPower = report.txPower
+            names.append("TxPower")
+        }
+        if duplicateData || report.manufacturerData != manufacturerData {
+            if !report.manufacturerData.isEmpty || !manufacturerData.isEmpty { names.append("ManufacturerData") }
+            manufacturerData = report.manufacturerData
+        }
+        if duplicateData || report.serviceData != serviceData {
+            if !report.serviceData.isEmpty || !serviceData.isEmpty { names.append("ServiceData") }
+            serviceData = report.serviceData
+        }
+        if report.serviceUUIDs != advertisedUUIDs {
+            advertisedUUIDs = report.serviceUUIDs
+            names.append("UUIDs")
+        }
+        if !names.isEmpty { changed(names) }
+    }
+
+    func discoveryStopped() {
+        guard rssi != nil else { return }
+        rssi = nil
+        changed([], invalidated: ["RSSI"])
+    }
+
+    func clientLeft(_ client: String) {
+        gatt?.clientLeft(client)
+    }
+
+    // MARK: Connect
+
+    private func connect(_ call: IncomingCall) {
+        guard adapter.powered else { return BlueZError.notReady(call) }
+        switch state {
+        case .connected:
+            return call.reply()
+        case .connecting, .disconnecting:
+            return BlueZError.inProgress(call)
+        case .disconnected:
+            break
+        }
+        if let failure = simulator.faults.connectFailure(address: address) {
+            switch failure {
+            case .inProgress:
+                return BlueZError.inProgress(call)
+            case .neverAnswer:
+                attemptCounter += 1
+                state = .connecting(call: call, attempt: attemptCounter)
+                return
+            case .timeout:
+                return waitThenAbort(call)
+            case .abortByLocal:
+                attemptCounter += 1
+                let attempt = attemptCounter
+                state = .connecting(call: call, attempt: attempt)
+                simulator.clock.after(simulator.timing.intervals(simulator.timing.connectIntervals)) { [weak self] in
+                    guard let self, case .connecting(_, attempt) = self.state else { return }
+                    // The link came up for a moment before the controller aborted it: the
+                    // error reply comes between Connected=true and Connected=false.
+                    self.briefLink = true
+                    self.changed(["Connected"])
+                    BlueZError.failed(call, "le-connection-abort-by-local")
+                    self.briefLink = false
+                    self.state = .disconnected
+                    self.changed(["Connected"])
+                }
+                return
+            }
+        }
+        guard let peripheral = simulator.airPeripheral(address), peripheral.isAdvertising else {
+            return waitThenAbort(call)
+        }
+        attemptCounter += 1
+        let attempt = attemptCounter
+        state = .connecting(call: call, attempt: attempt)
+        simulator.clock.after(simulator.timing.intervals(simulator.timing.connectIntervals)) { [weak self] in
+            guard let self, case .connecting(let pending, attempt) = self.state else { return }
+            self.linkEstablished(to: peripheral, reply: pending)
+        }
+    }
+
+    /// True only while announcing a link that the controller aborts at once.
+    private var briefLink = false
+
+    /// A device that does not answer: bluetoothd gives up after ~40 s with no property change.
+    private func waitThenAbort(_ call: IncomingCall) {
+        attemptCounter += 1
+        let attempt = attemptCounter
+        state = .connecting(call: call, attempt: attempt)
+        simulator.clock.after(simulator.timing.scaled(milliseconds: simulator.timing.connectTimeoutMilliseconds)) { [weak self] in
+            guard let self, case .connecting(_, attempt) = self.state else { return }
+            self.state = .disconnected
+            BlueZError.failed(call, "le-connection-abort-by-local")
+        }
+    }
+
+    /// Link up: `Connected=true`, the Connect reply, then GATT discovery.
+    private func linkEstablished(to peripheral: AirPeripheral, reply call: IncomingCall?,
+                                 then afterResolve: (@BleLoop () -> Void)? = nil) {
+        let link = SimLink(adapter: adapter, device: self, server: peripheral.server)
+        state = .connected(link)
+        changed(["Connected"])
+        call?.reply()
+        peripheral.server.linkUp(link)
+        resolveServices(link: link, afterResolve: afterResolve)
+    }
+
+    private func resolveServices(link: SimLink, announceBeforeObjects: Bool = false, afterResolve: (@BleLoop () -> Void)? = nil) {
+        let layout = link.server.layout
+        let serviceCount = Double(layout.services.count)
+        simulator.clock.after(simulator.timing.intervals(simulator.timing.discoveryIntervalsPerService * serviceCount)) { [weak self] in
+            guard let self, self.link === link else { return }
+            let cached = self.gatt?.layout == layout
+            if !cached {
+                self.gatt?.unexport()
+                let tree = RemoteGattTree(device: self, layout: layout)
+                self.gatt = tree
+                self.servicesResolved = true
+                if announceBeforeObjects {
+                    // Pair on a fresh device: bluetoothd announces ServicesResolved before the
+                    // objects exist (seen in the observed log).
+                    self.changed(["Bonded", "Paired", "UUIDs", "ServicesResolved"])
+                    tree.export()
+                } else {
+                    tree.export()
+                    self.changed(["UUIDs", "ServicesResolved"])
+                }
+            } else {
+                self.servicesResolved = true
+                if announceBeforeObjects {
+                    self.changed(["Bonded", "Paired", "ServicesResolved"])
+                } else {
+                    self.changed(["ServicesResolved"])
+                }
+            }
+            self.gatt?.linkUp(link)
+            if let gapName = link.server.gapName, gapName != self.name {
+                self.name = gapName
+                self.changed(["Name", "Alias"])
+            }
+            afterResolve?()
+        }
+    }
+
+    // MARK: Disconnect
+
+    private func disconnect(_ call: IncomingCall) {
+        switch state {
+        case .disconnected:
+            call.reply()
+        case .connecting(let pending, _):
+            state = .disconnected
+            if let pending { BlueZError.failed(pending, "br-connection-canceled") }
+            failPairing()
+            call.reply()
+        case .disconnecting:
+            BlueZError.inProgress(call)
+        case .connected(let link):
+            startDisconnect(link) { [weak self] in
+                call.reply()
+                self?.finishDisconnect()
+            }
+        }
+    }
+
+    /// `ServicesResolved=false` at once; `completion` runs when the link is down (after ~2 s).
+    private func startDisconnect(_ link: SimLink, completion: @escaping @BleLoop () -> Void) {
+        state = .disconnecting(link)
+        servicesResolved = false
+        changed(["ServicesResolved"])
+        simulator.clock.after(simulator.timing.scaled(milliseconds: simulator.timing.disconnectMilliseconds)) {
+            completion()
+        }
+    }
+
+    func disconnectForRemoval(completion: @escaping @BleLoop () -> Void) {
+        switch state {
+        case .connected(let link):
+            startDisconnect(link, completion: completion)
+        case .connecting(let pending, _):
+            state = .disconnected
+            if let pending { BlueZError.failed(pending, "br-connection-canceled") }
+            completion()
+        default:
+            completion()
+        }
+    }
+
+    /// The reply went out: now `Connected=false`.
+    func finishDisconnect() {
+        let link: SimLink?
+        switch state {
+        case .disconnecting(let current), .connected(let current): link = current
+        default: link = nil
+        }
+        state = .disconnected
+        link?.markDown()
+        gatt?.linkDown()
+        changed(["Connected"])
+        lastSeen = ContinuousClock.now
+    }
+
+    /// The link dropped without anyone asking (range, peripheral reset, fault).
+    func linkLost(reason: String) {
+        switch state {
+        case .connected(let link), .disconnecting(let link):
+            state = .disconnected
+            servicesResolved = false
+            link.markDown()
+            gatt?.linkDown()
+            changed(["ServicesResolved", "Connected"])
+            failPairing()
+            lastSeen = ContinuousClock.now
+        case .connecting(let pending, _):
+            state = .disconnected
+            if let pending { BlueZError.failed(pending, "le-connection-abort-by-remote") }
+        case .disconnected:
+            break
+        }
+        DBusLog.debug("BleSim: \(address) link lost: \(reason)")
+    }
+
+    func adapterPoweredOff() {
+        linkLost(reason: "adapter powered off")
+    }
+
+    // MARK: Notifications
+
+    func deliverNotification(handle: UInt16, value: Data, link: SimLink) {
+        guard self.link === link, link.countPacket() else { return }
+        gatt?.notification(handle: handle, value: value, link: link)
+    }
+
+    // MARK: Pairing
+
+    private func pair(_ call: IncomingCall) {
+        guard adapter.powered else { return BlueZError.notReady(call) }
+        guard pairing == nil else { return BlueZError.inProgress(call) }
+        if bonded {
+            // 5.66 retries an LE-bonded device over BR/EDR, fails, and drops the link, while
+            // D-Bus keeps saying Paired/Bonded.
+            BlueZError.authenticationFailed(call)
+            if isConnected { linkLost(reason: "BR/EDR pairing attempt on an LE bond") }
+            return
+        }
+        pairing = call
+        if case .connected = state {
+            return completePairing()
+        }
+        guard let peripheral = simulator.airPeripheral(address), peripheral.isAdvertising else {
+            pairing = nil
+            return waitThenAbort(call)
+        }
+        // Pair connects first: Connected=true, then SMP.
+        attemptCounter += 1
+        let attempt = attemptCounter
+        state = .connecting(call: nil, attempt: attempt)
+        simulator.clock.after(simulator.timing.intervals(simulator.timing.connectIntervals)) { [weak self] in
+            guard let self, case .connecting(nil, attempt) = self.state, self.pairing === call else { return }
+            let link = SimLink(adapter: self.adapter, device: self, server: peripheral.server)
+            self.state = .connected(link)
+            self.changed(["Connected"])
+            peripheral.server.linkUp(link)
+            guard self.simulator.agents.hasAgents else {
+                // Without an agent even Just Works fails ("No agent available for request").
+                self.simulator.clock.after(self.simulator.timing.scaled(milliseconds: 900)) { [weak self] in
+                    guard let self, self.pairing === call else { return }
+                    self.pairing = nil
+                    BlueZError.authenticationFailed(call)
+                    self.linkLost(reason: "pairing failed")
+                }
+                return
+            }
+            self.simulator.clock.after(self.simulator.timing.intervals(4)) { [weak self] in
+                guard let self, self.pairing === call, self.link === link else { return }
+                self.paired = true
+                self.bonded = true
+                self.resolveServices(link: link, announceBeforeObjects: true) { [weak self] in
+                    guard let self, self.pairing === call else { return }
+                    self.pairing = nil
+                    call.reply()
+                }
+            }
+        }
+    }
+
+    /// Pair on a connected device.
+    private func completePairing() {
+        guard let call = pairing else { return }
+        guard simulator.agents.hasAgents else {
+            pairing = nil
+            return BlueZError.authenticationFailed(call)
+        }
+        simulator.clock.after(simulator.timing.intervals(4)) { [weak self] in
+            guard let self, self.pairing === call, self.isConnected else { return }
+            self.pairing = nil
+            self.paired = true
+            self.bonded = true
+            self.changed(["Bonded", "Paired"])
+            call.reply()
+        }
+    }
+
+    private func cancelPairing(_ call: IncomingCall) {
+        guard let pending = pairing else { return BlueZError.doesNotExist(call) }
+        pairing = nil
+        BlueZError.authenticationCanceled(pending)
+        call.reply()
+    }
+
+    private func failPairing() {
+        guard let pending = pairing else { return }
+        pairing = nil
+        BlueZError.authenticationFailed(pending)
+    }
+
+    /// Marks the device bonded without an SMP exchange (a device restored from storage).
+    public func markBonded() {
+        paired = true
+        bonded = true
+        changed(["Bonded", "Paired"])
+    }
+}

@@ -1,0 +1,332 @@
+import BleDBus
+import Foundation
+
+/// A virtual BlueZ: claims `org.bluez` on a bus and behaves like bluetoothd 5.66 towards its
+/// clients, with virtual peripherals in a simulated air and faults on demand.
+///
+/// ```swift
+/// let simulator = Simulator()
+/// simulator.addPeripheral(PeripheralSpec(address: "AA:BB:CC:00:00:01", name: "LED"))
+/// try await simulator.start(on: bus.busAddress)
+/// ```
+@BleLoop
+public final class Simulator {
+    /// How the simulated daemon is set up.
+    public struct Configuration: Sendable, Codable, Equatable {
+        /// The adapters, in index order.
+        public var adapters: [AdapterSpec]
+        /// bluetoothd's TemporaryTimeout: unconnected devices vanish this long after their last
+        /// advertising report (30 s stock).
+        public var temporaryTimeoutSeconds: Double
+        /// Operation costs.
+        public var timing: TimingModel
+
+        /// The stock configuration with two powered adapters and instant timing.
+        public init(adapters: [AdapterSpec] = [AdapterSpec(index: 0), AdapterSpec(index: 1)],
+                    temporaryTimeoutSeconds: Double = 30, timing: TimingModel = .instant) {
+            self.adapters = adapters
+            self.temporaryTimeoutSeconds = temporaryTimeoutSeconds
+            self.timing = timing
+        }
+    }
+
+    /// One simulated controller.
+    public struct AdapterSpec: Sendable, Codable, Equatable {
+        /// `hci0`, `hci1`, …
+        public var name: String
+        /// Its public address.
+        public var address: String
+        /// Its system name.
+        public var systemName: String
+        /// Powered at start (AutoEnable).
+        public var powered: Bool
+
+        /// Adapter `hciN` with address `00:AA:01:00:00:0N`.
+        public init(index: Int, powered: Bool = true) {
+            name = "hci\(index)"
+            address = String(format: "00:AA:01:00:00:%02X", index)
+            systemName = "BleSim"
+            self.powered = powered
+        }
+
+        /// An adapter with explicit values.
+        public init(name: String, address: String, systemName: String = "BleSim", powered: Bool = true) {
+            self.name = name
+            self.address = address.uppercased()
+            self.systemName = systemName
+            self.powered = powered
+        }
+    }
+
+    /// How `stop` ends the daemon.
+    public enum StopMode: Sendable {
+        /// Like SIGTERM: devices disconnect, adapters power off, every object is removed with
+        /// `InterfacesRemoved`, then the name is released.
+        case clean
+        /// Like SIGKILL: the bus name simply vanishes; no other signal.
+        case kill
+    }
+
+    /// A call the simulator received.
+    public struct TraceEntry: Sendable, CustomStringConvertible {
+        /// The caller's unique name.
+        public var sender: String
+        /// The object path.
+        public var path: String
+        /// The interface, if the call named one.
+        public var interface: String?
+        /// The method.
+        public var member: String
+        /// The arguments.
+        public var arguments: [DBusValue]
+
+        /// `Interface.Member path (args)`.
+        public var description: String {
+            "\(interface.map { $0 + "." } ?? "")\(member) \(path) (\(arguments.map(\.description).joined(separator: ", ")))"
+        }
+    }
+
+    /// Why the simulator could not start.
+    public enum StartError: Error, CustomStringConvertible {
+        /// The bus could not be reached.
+        case bus(DBusError)
+        /// Somebody else owns `org.bluez` on that bus.
+        case nameTaken
+
+        /// What to do.
+        public var description: String {
+            switch self {
+            case .bus(let error): return "BleSim cannot use the bus: \(error)"
+            case .nameTaken:
+                return "org.bluez is already owned on this bus (a real bluetoothd or another BleSim); use a private bus."
+            }
+        }
+    }
+
+    /// The configuration it was made with.
+    public let configuration: Configuration
+    /// Operation costs (changeable while running).
+    public var timing: TimingModel
+    /// Faults to inject.
+    public let faults = FaultInjector()
+    /// Every call received, in order (see `clearTrace()`).
+    public private(set) var trace: [TraceEntry] = []
+    /// The adapters.
+    public private(set) var adapters: [SimAdapter] = []
+    /// The virtual peripherals in the air.
+    public private(set) var peripherals: [VirtualPeripheral] = []
+    /// True between `start` and `stop`.
+    public private(set) var isRunning = false
+    /// The connection it serves on while running.
+    public private(set) var connection: Connection?
+
+    let clock = SimClock()
+    let agents = AgentRegistry()
+    private(set) var air: [AirPeripheral] = []
+    private(set) var advertisingScheduler: AdvertisingScheduler?
+    private var clientWatch: SignalSubscription?
+    private var heldCalls: [IncomingCall] = []
+
+    /// A simulator; nothing happens until `start`.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.timing = configuration.timing
+    }
+
+    // MARK: Lifetime
+
+    /// Connects to `bus`, claims `org.bluez` and exports the daemon's objects.
+    public func start(on bus: BusAddress) async throws(StartError) {
+        guard !isRunning else { return }
+        let connection: Connection
+        do {
+            connection = try await Connection.open(bus)
+        } catch {
+            throw .bus(error)
+        }
+        do {
+            // DO_NOT_QUEUE: fail instead of waiting behind a real bluetoothd.
+            let reply = try await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                  interface: "org.freedesktop.DBus", member: "RequestName",
+                                                  arguments: [.string("org.bluez"), .uint32(4)])
+            guard reply.first == .uint32(1) else {
+                connection.close()
+                throw StartError.nameTaken
+            }
+        } catch let error as StartError {
+            throw error
+        } catch {
+            connection.close()
+            throw .bus(error as? DBusError ?? .disconnected)
+        }
+        self.connection = connection
+        isRunning = true
+        connection.objects.callObserver = { [weak self] message in self?.record(message) }
+        connection.objects.callFilter = { [weak self] call in self?.filter(call) ?? false }
+        connection.objects.addObjectManager(at: .root)
+        clientWatch = try? connection.signals.subscribe(SignalMatch(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                                                     member: "NameOwnerChanged")) { [weak self] message in
+            guard message.body.count == 3, case .string(let name) = message.body[0],
+                  case .string(let newOwner) = message.body[2], name.hasPrefix(":"), newOwner.isEmpty else { return }
+            self?.clientLeft(name)
+        }
+        connection.onDisconnect { [weak self] in self?.connectionDropped() }
+        registerRootObjects()
+        adapters = configuration.adapters.map { SimAdapter(spec: $0, simulator: self) }
+        for adapter in adapters { adapter.export() }
+        let scheduler = AdvertisingScheduler(simulator: self)
+        advertisingScheduler = scheduler
+        scheduler.start()
+    }
+
+    /// Stops the daemon; see `StopMode`. Virtual peripherals stay, ready for `start` again.
+    public func stop(_ mode: StopMode = .clean) {
+        guard isRunning, let connection else { return }
+        if mode == .clean {
+            for adapter in adapters { adapter.shutDown() }
+            connection.objects.unregister("/org/bluez")
+        }
+        isRunning = false
+        advertisingScheduler?.stop()
+        advertisingScheduler = nil
+        clock.cancelAll()
+        for adapter in adapters { adapter.forget() }
+        adapters.removeAll()
+        heldCalls.removeAll()
+        clientWatch?.cancel()
+        clientWatch = nil
+        self.connection = nil
+        connection.close()
+    }
+
+    /// Stops and starts again on the same bus, as `systemctl restart bluetooth` would.
+    public func restart(_ mode: StopMode = .clean, on bus: BusAddress) async throws(StartError) {
+        stop(mode)
+        try await start(on: bus)
+    }
+
+    private func connectionDropped() {
+        guard isRunning else { return }
+        isRunning = false
+        advertisingScheduler?.stop()
+        clock.cancelAll()
+        for adapter in adapters { adapter.forget() }
+        adapters.removeAll()
+        connection = nil
+    }
+
+    // MARK: The air
+
+    /// Puts a virtual peripheral in the air (heard by every adapter).
+    @discardableResult
+    public func addPeripheral(_ spec: PeripheralSpec) -> VirtualPeripheral {
+        let peripheral = VirtualPeripheral(spec: spec, simulator: self)
+        peripherals.append(peripheral)
+        air.append(peripheral)
+        return peripheral
+    }
+
+    /// The virtual peripheral with `address`.
+    public func peripheral(_ address: String) -> VirtualPeripheral? {
+        peripherals.first { $0.address == address.uppercased() }
+    }
+
+    /// Takes a peripheral out of the air: its links drop, and adapters expire it later.
+    public func removePeripheral(_ address: String) {
+        guard let peripheral = peripheral(address) else { return }
+        peripheral.dropLinks()
+        peripherals.removeAll { $0 === peripheral }
+        air.removeAll { $0 === peripheral }
+    }
+
+    func addToAir(_ peripheral: AirPeripheral) {
+        air.append(peripheral)
+    }
+
+    func removeFromAir(_ peripheral: AirPeripheral) {
+        air.removeAll { $0 === peripheral }
+    }
+
+    func airPeripheral(_ address: String) -> AirPeripheral? {
+        air.first { $0.address == address.uppercased() }
+    }
+
+    /// The adapter named `name` (`hci0`).
+    public func adapter(_ name: String) -> SimAdapter? { adapters.first { $0.name == name } }
+
+    /// Removes an adapter, as when a USB dongle is unplugged.
+    public func removeAdapter(_ name: String) {
+        guard let adapter = adapter(name) else { return }
+        adapter.shutDown()
+        adapter.forget()
+        adapters.removeAll { $0 === adapter }
+    }
+
+    /// Adds an adapter while running, as when a dongle is plugged in.
+    @discardableResult
+    public func addAdapter(_ spec: AdapterSpec) -> SimAdapter? {
+        guard isRunning, adapter(spec.name) == nil else { return nil }
+        let adapter = SimAdapter(spec: spec, simulator: self)
+        adapters.append(adapter)
+        adapter.export()
+        return adapter
+    }
+
+    // MARK: Trace and filters
+
+    /// Empties the trace.
+    public func clearTrace() { trace.removeAll() }
+
+    private func record(_ message: DBusMessage) {
+        trace.append(TraceEntry(sender: message.sender ?? "", path: message.path?.rawValue ?? "/",
+                                interface: message.interface, member: message.member ?? "", arguments: message.body))
+    }
+
+    /// Faults that answer a call before the objects see it.
+    private func filter(_ call: IncomingCall) -> Bool {
+        if call.message.interface != "org.freedesktop.DBus.Introspectable", faults.isDenied(call.sender) {
+            call.fail(name: "org.freedesktop.DBus.Error.AccessDenied",
+                      message: "Rejected send message, 1 matched rules; type=\"method_call\", sender=\"\(call.sender)\" interface=\"\(call.message.interface ?? "(unset)")\" member=\"\(call.member)\" error name=\"(unset)\" requested_reply=\"0\" destination=\"org.bluez\"")
+            return true
+        }
+        if faults.shouldSwallow(member: call.member) {
+            heldCalls.append(call)
+            return true
+        }
+        return false
+    }
+
+    private func clientLeft(_ name: String) {
+        for adapter in adapters { adapter.clientLeft(name) }
+        let hadAgents = agents.hasAgents
+        agents.removeAll(owner: name)
+        if hadAgents && !agents.hasAgents { for adapter in adapters { adapter.setPairable(false) } }
+    }
+
+    // MARK: /org/bluez
+
+    private func registerRootObjects() {
+        guard let connection else { return }
+        connection.objects.register("/org/bluez", interfaces: [
+            agents.interface(simulator: self),
+            ExportedInterface("org.bluez.ProfileManager1", methods: [
+                ExportedMethod("RegisterProfile", in: [ArgumentDescription("profile", .objectPath), ArgumentDescription("UUID", .string),
+                                                       ArgumentDescription("options", .dictionary(key: .string, value: .variant))]) { call in
+                    BlueZError.notSupported(call)
+                },
+                ExportedMethod("UnregisterProfile", in: [ArgumentDescription("profile", .objectPath)]) { call in
+                    BlueZError.doesNotExist(call)
+                },
+            ]),
+            ExportedInterface("org.bluez.HealthManager1", methods: [
+                ExportedMethod("CreateApplication", in: [ArgumentDescription("config", .dictionary(key: .string, value: .variant))],
+                               out: [ArgumentDescription("application", .objectPath)]) { call in
+                    BlueZError.notSupported(call)
+                },
+                ExportedMethod("DestroyApplication", in: [ArgumentDescription("application", .objectPath)]) { call in
+                    BlueZError.doesNotExist(call)
+                },
+            ]),
+        ])
+    }
+}

@@ -1,0 +1,134 @@
+import BleDBus
+import Foundation
+
+/// Faults to inject, by device address (and characteristic), as the real stack produces them.
+///
+/// Set them before or during a test; each has a count of how many times it fires (nil: always).
+@BleLoop
+public final class FaultInjector {
+    /// How a `Connect` fails.
+    public enum ConnectFailure: String, Sendable, Codable {
+        /// `Connected` turns true briefly, then `Failed "le-connection-abort-by-local"`.
+        case abortByLocal
+        /// `org.bluez.Error.InProgress "In Progress"` at once.
+        case inProgress
+        /// No reply at all until the caller gives up or calls Disconnect.
+        case neverAnswer
+        /// After the timing model's connect timeout: `Failed "le-connection-abort-by-local"`.
+        case timeout
+    }
+
+    /// Which GATT operation an ATT error applies to.
+    public enum Operation: String, Sendable, Codable {
+        /// ReadValue.
+        case read
+        /// WriteValue (and AcquireWrite packets).
+        case write
+    }
+
+    /// What happens to notifications.
+    public enum NotificationFault: Sendable, Codable, Equatable {
+        /// Every `n`-th notification is lost.
+        case dropEvery(Int)
+        /// Every notification arrives twice.
+        case duplicate
+    }
+
+    struct Counted<Value> {
+        var value: Value
+        var remaining: Int?
+
+        mutating func take() -> Value? {
+            if let count = remaining {
+                guard count > 0 else { return nil }
+                remaining = count - 1
+            }
+            return value
+        }
+    }
+
+    private var connectFailures: [String: Counted<ConnectFailure>] = [:]
+    private var linkLossPackets: [String: Int] = [:]
+    private var notificationFaults: [String: NotificationFault] = [:]
+    private var notificationCounters: [String: Int] = [:]
+    private var attErrors: [String: Counted<AttError>] = [:]
+    private var silentMethods: [String: Counted<Void>] = [:]
+    private var deniedClients: Set<String> = []
+    private var denyEveryone = false
+
+    init() {}
+
+    /// Makes the next `times` Connects to `address` fail (nil: every one).
+    public func failConnect(_ address: String, with failure: ConnectFailure, times: Int? = 1) {
+        connectFailures[address.uppercased()] = Counted(value: failure, remaining: times)
+    }
+
+    /// Drops the link to `address` once it carried `packets` ATT packets.
+    public func loseLink(_ address: String, afterPackets packets: Int) {
+        linkLossPackets[address.uppercased()] = packets
+    }
+
+    /// Applies `fault` to notifications from `address` (nil clears it).
+    public func setNotificationFault(_ address: String, _ fault: NotificationFault?) {
+        notificationFaults[address.uppercased()] = fault
+    }
+
+    /// Answers the next `times` operations on characteristic `uuid` of `address` with `error`.
+    public func injectAttError(_ address: String, characteristic uuid: String, operation: Operation, error: AttError,
+                               times: Int? = 1) {
+        attErrors[key(address, uuid, operation)] = Counted(value: error, remaining: times)
+    }
+
+    /// Makes the simulator never answer the next `times` calls of `member` (e.g. `ReadValue`).
+    public func neverReply(to member: String, times: Int? = 1) {
+        silentMethods[member] = Counted(value: (), remaining: times)
+    }
+
+    /// Answers every call from the client with this unique name with `AccessDenied`.
+    public func denyAccess(to client: String) { deniedClients.insert(client) }
+    /// Answers every call with `AccessDenied` (a user not allowed to talk to bluetoothd).
+    public func denyAccessToEveryone(_ deny: Bool = true) { denyEveryone = deny }
+    /// Removes every fault.
+    public func clear() {
+        connectFailures.removeAll()
+        linkLossPackets.removeAll()
+        notificationFaults.removeAll()
+        attErrors.removeAll()
+        silentMethods.removeAll()
+        deniedClients.removeAll()
+        denyEveryone = false
+    }
+
+    // MARK: Queries
+
+    func connectFailure(address: String) -> ConnectFailure? { connectFailures[address.uppercased()]?.take() }
+
+    func linkLossDue(address: String, packets: Int) -> Bool {
+        guard let limit = linkLossPackets[address.uppercased()], packets >= limit else { return false }
+        linkLossPackets.removeValue(forKey: address.uppercased())
+        return true
+    }
+
+    func notificationCopies(address: String, value: Data) -> [Data] {
+        switch notificationFaults[address.uppercased()] {
+        case .none: return [value]
+        case .duplicate: return [value, value]
+        case .dropEvery(let n):
+            let count = (notificationCounters[address.uppercased()] ?? 0) + 1
+            notificationCounters[address.uppercased()] = count
+            return n > 0 && count % n == 0 ? [] : [value]
+        }
+    }
+
+    func attError(address: String, uuid: String, operation: Operation) -> AttError? {
+        attErrors[key(address, uuid, operation)]?.take()
+    }
+
+    func shouldSwallow(member: String) -> Bool { silentMethods[member]?.take() != nil }
+
+    func isDenied(_ client: String) -> Bool { denyEveryone || deniedClients.contains(client) }
+
+    private func key(_ address: String, _ uuid: String, _ operation: Operation) -> String {
+        "\(address.uppercased())|\(SimUUID.full(uuid) ?? uuid.lowercased())|\(operation.rawValue)"
+    }
+}
