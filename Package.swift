@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "BleDBus", targets: ["BleDBus"]),
         .library(name: "BleTestSupport", targets: ["BleTestSupport"]),
         .library(name: "BleSim", targets: ["BleSim"]),
+        .executable(name: "blekit", targets: ["blekit"]),
     ],
     targets: [
         .systemLibrary(
@@ -22,6 +23,7 @@ let package = Package(
         .target(name: "BleDBus", dependencies: ["CDBus", "CGLib"]),
         .target(name: "BleSim", dependencies: ["BleDBus"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim"]),
+        .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
         .executableTarget(name: "DBusEchoExample", dependencies: ["BleDBus"], path: "Examples/DBusEcho"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport"], path: "Benchmarks/BleDBusBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),

@@ -1,0 +1,239 @@
+import BleDBus
+import Foundation
+
+/// A simulator setup in a JSON file: adapters, timing, TemporaryTimeout, peripherals and faults.
+///
+/// ```json
+/// {
+///   "temporaryTimeout": 30,
+///   "timing": {"scale": 1},
+///   "adapters": [{"name": "hci0", "address": "00:AA:01:00:00:00"}],
+///   "peripherals": [{"address": "C0:FF:EE:00:00:01", "name": "LED", "services": [...]}],
+///   "faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "abortByLocal", "times": 1}]
+/// }
+/// ```
+public struct Scenario: Sendable, Decodable {
+    /// The daemon's configuration.
+    public var configuration: Simulator.Configuration
+    /// The peripherals in the air.
+    public var peripherals: [PeripheralSpec]
+    /// Faults armed at start.
+    public var faults: [FaultSpec]
+
+    /// One fault in a scenario file.
+    public enum FaultSpec: Sendable, Decodable, Equatable {
+        /// `{"connect": ADDRESS, "failure": "abortByLocal|inProgress|neverAnswer|timeout", "times": N}`
+        case connect(address: String, failure: FaultInjector.ConnectFailure, times: Int?)
+        /// `{"linkLoss": ADDRESS, "afterPackets": N}`
+        case linkLoss(address: String, afterPackets: Int)
+        /// `{"attError": ADDRESS, "characteristic": UUID, "operation": "read|write", "code": 14, "times": N}`
+        case attError(address: String, characteristic: String, operation: FaultInjector.Operation, code: UInt8, times: Int?)
+        /// `{"notifications": ADDRESS, "dropEvery": N}` or `{"notifications": ADDRESS, "duplicate": true}`
+        case notifications(address: String, fault: FaultInjector.NotificationFault)
+        /// `{"neverReply": MEMBER, "times": N}`
+        case neverReply(member: String, times: Int?)
+        /// `{"accessDenied": true}`
+        case accessDenied
+
+        private enum Keys: String, CodingKey {
+            case connect, failure, times, linkLoss, afterPackets, attError, characteristic, operation, code
+            case notifications, dropEvery, duplicate, neverReply, accessDenied
+        }
+
+        /// Reads one fault; an unknown shape is an error naming the accepted keys.
+        public init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            if let address = try container.decodeIfPresent(String.self, forKey: .connect) {
+                self = .connect(address: try Scenario.address(address, container, .connect),
+                                failure: try container.decode(FaultInjector.ConnectFailure.self, forKey: .failure),
+                                times: try container.decodeIfPresent(Int.self, forKey: .times))
+            } else if let address = try container.decodeIfPresent(String.self, forKey: .linkLoss) {
+                self = .linkLoss(address: try Scenario.address(address, container, .linkLoss),
+                                 afterPackets: try container.decode(Int.self, forKey: .afterPackets))
+            } else if let address = try container.decodeIfPresent(String.self, forKey: .attError) {
+                self = .attError(address: try Scenario.address(address, container, .attError),
+                                 characteristic: try SimUUID.decode(container.decode(String.self, forKey: .characteristic),
+                                                                    in: container, key: .characteristic),
+                                 operation: try container.decode(FaultInjector.Operation.self, forKey: .operation),
+                                 code: try container.decode(UInt8.self, forKey: .code),
+                                 times: try container.decodeIfPresent(Int.self, forKey: .times))
+            } else if let address = try container.decodeIfPresent(String.self, forKey: .notifications) {
+                let checked = try Scenario.address(address, container, .notifications)
+                if let every = try container.decodeIfPresent(Int.self, forKey: .dropEvery) {
+                    guard every > 0 else {
+                        throw DecodingError.dataCorruptedError(forKey: .dropEvery, in: container, debugDescription: "dropEvery must be at least 1")
+                    }
+                    self = .notifications(address: checked, fault: .dropEvery(every))
+                } else if try container.decodeIfPresent(Bool.self, forKey: .duplicate) == true {
+                    self = .notifications(address: checked, fault: .duplicate)
+                } else {
+                    throw DecodingError.dataCorruptedError(forKey: .notifications, in: container,
+                                                           debugDescription: "a notifications fault needs dropEvery or duplicate")
+                }
+            } else if let member = try container.decodeIfPresent(String.self, forKey: .neverReply) {
+                self = .neverReply(member: member, times: try container.decodeIfPresent(Int.self, forKey: .times))
+            } else if try container.decodeIfPresent(Bool.self, forKey: .accessDenied) == true {
+                self = .accessDenied
+            } else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription:
+                    "a fault needs one of connect, linkLoss, attError, notifications, neverReply, accessDenied"))
+            }
+        }
+    }
+
+    /// Why a scenario file was refused.
+    public enum LoadError: Error, CustomStringConvertible {
+        /// The file could not be read.
+        case unreadable(path: String, detail: String)
+        /// The JSON is malformed or a value is out of range.
+        case invalid(path: String, detail: String)
+
+        /// Where and what.
+        public var description: String {
+            switch self {
+            case .unreadable(let path, let detail): return "Cannot read scenario \(path): \(detail)"
+            case .invalid(let path, let detail): return "Scenario \(path) is invalid: \(detail)"
+            }
+        }
+    }
+
+    private enum Keys: String, CodingKey { case adapters, temporaryTimeout, timing, peripherals, faults }
+
+    /// Reads a scenario; every key is optional.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        var configuration = Simulator.Configuration()
+        if let adapters = try container.decodeIfPresent([AdapterEntry].self, forKey: .adapters) {
+            configuration.adapters = adapters.map(\.spec)
+        }
+        if let timeout = try container.decodeIfPresent(Double.self, forKey: .temporaryTimeout) {
+            guard timeout > 0 else {
+                throw DecodingError.dataCorruptedError(forKey: .temporaryTimeout, in: container, debugDescription: "must be positive")
+            }
+            configuration.temporaryTimeoutSeconds = timeout
+        }
+        if let timing = try container.decodeIfPresent(TimingEntry.self, forKey: .timing) { configuration.timing = timing.model }
+        self.configuration = configuration
+        peripherals = try container.decodeIfPresent([PeripheralSpec].self, forKey: .peripherals) ?? []
+        let addresses = peripherals.map(\.address)
+        if Set(addresses).count != addresses.count {
+            throw DecodingError.dataCorruptedError(forKey: .peripherals, in: container, debugDescription: "two peripherals share an address")
+        }
+        faults = try container.decodeIfPresent([FaultSpec].self, forKey: .faults) ?? []
+    }
+
+    /// A scenario built in code.
+    public init(configuration: Simulator.Configuration = .init(), peripherals: [PeripheralSpec] = [], faults: [FaultSpec] = []) {
+        self.configuration = configuration
+        self.peripherals = peripherals
+        self.faults = faults
+    }
+
+    /// Loads a JSON scenario file.
+    public static func load(path: String) throws(LoadError) -> Scenario {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .unreadable(path: path, detail: error.localizedDescription)
+        }
+        return try parse(data, name: path)
+    }
+
+    /// Parses scenario JSON; `name` appears in errors.
+    public static func parse(_ data: Data, name: String = "scenario") throws(LoadError) -> Scenario {
+        do {
+            return try JSONDecoder().decode(Scenario.self, from: data)
+        } catch let error as DecodingError {
+            throw .invalid(path: name, detail: describe(error))
+        } catch {
+            throw .invalid(path: name, detail: "\(error)")
+        }
+    }
+
+    /// Builds a simulator with this scenario's peripherals and faults armed.
+    @BleLoop
+    public func makeSimulator() -> Simulator {
+        let simulator = Simulator(configuration: configuration)
+        for spec in peripherals { simulator.addPeripheral(spec) }
+        for fault in faults {
+            switch fault {
+            case .connect(let address, let failure, let times): simulator.faults.failConnect(address, with: failure, times: times)
+            case .linkLoss(let address, let packets): simulator.faults.loseLink(address, afterPackets: packets)
+            case .attError(let address, let characteristic, let operation, let code, let times):
+                simulator.faults.injectAttError(address, characteristic: characteristic, operation: operation,
+                                                error: AttError(code: code), times: times)
+            case .notifications(let address, let fault): simulator.faults.setNotificationFault(address, fault)
+            case .neverReply(let member, let times): simulator.faults.neverReply(to: member, times: times)
+            case .accessDenied: simulator.faults.denyAccessToEveryone()
+            }
+        }
+        return simulator
+    }
+
+    static func address<Key: CodingKey>(_ text: String, _ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> String {
+        guard SimAddress.isValid(text) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "'\(text)' is not an address like AA:BB:CC:DD:EE:FF")
+        }
+        return text.uppercased()
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let text = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.isEmpty ? "top level" : String(text.drop { $0 == "." })
+        }
+        switch error {
+        case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
+        case .keyNotFound(let key, let context): return "\(path(context)): missing key '\(key.stringValue)'"
+        case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
+        case .valueNotFound(let type, let context): return "\(path(context)): expected a \(type) value"
+        @unknown default: return "\(error)"
+        }
+    }
+
+    private struct AdapterEntry: Decodable {
+        var spec: Simulator.AdapterSpec
+
+        private enum Keys: String, CodingKey { case name, address, systemName, powered }
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            let name = try container.decode(String.self, forKey: .name)
+            guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) }) else {
+                throw DecodingError.dataCorruptedError(forKey: .name, in: container, debugDescription: "adapter names look like hci0")
+            }
+            let address = try Scenario.address(container.decode(String.self, forKey: .address), container, .address)
+            spec = Simulator.AdapterSpec(name: name, address: address,
+                                         systemName: try container.decodeIfPresent(String.self, forKey: .systemName) ?? "BleSim",
+                                         powered: try container.decodeIfPresent(Bool.self, forKey: .powered) ?? true)
+        }
+    }
+
+    private struct TimingEntry: Decodable {
+        var model: TimingModel
+
+        private enum Keys: String, CodingKey { case scale, connectionInterval, disconnect, connectTimeout }
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            var model = TimingModel()
+            if let scale = try container.decodeIfPresent(Double.self, forKey: .scale) {
+                guard scale >= 0, scale <= 100 else {
+                    throw DecodingError.dataCorruptedError(forKey: .scale, in: container, debugDescription: "scale must be 0…100")
+                }
+                model.scale = scale
+            }
+            if let interval = try container.decodeIfPresent(Double.self, forKey: .connectionInterval) {
+                guard interval >= 7.5, interval <= 4000 else {
+                    throw DecodingError.dataCorruptedError(forKey: .connectionInterval, in: container,
+                                                           debugDescription: "connection intervals are 7.5…4000 ms")
+                }
+                model.connectionIntervalMilliseconds = interval
+            }
+            if let value = try container.decodeIfPresent(Double.self, forKey: .disconnect) { model.disconnectMilliseconds = max(0, value) }
+            if let value = try container.decodeIfPresent(Double.self, forKey: .connectTimeout) { model.connectTimeoutMilliseconds = max(0, value) }
+            self.model = model
+        }
+    }
+}
