@@ -63,6 +63,15 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     ///
     /// Truncated or malformed bytes throw `DBusError.malformedMessage` with libdbus's reason.
     public init(wireBytes: Data) throws(DBusError) {
+        // libdbus reports an incomplete buffer as "Not enough memory"; say what it really is.
+        let needed: Int32 = wireBytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+            return dbus_message_demarshal_bytes_needed(base.assumingMemoryBound(to: CChar.self), Int32(clamping: buffer.count))
+        }
+        if needed == 0 || Int(needed) > wireBytes.count {
+            let wanted = needed == 0 ? "at least 16" : "\(needed)"
+            throw .malformedMessage("truncated: \(wireBytes.count) bytes of a message that needs \(wanted)")
+        }
         let error = DBusErrorBox()
         let parsed: OpaquePointer? = wireBytes.withUnsafeBytes { buffer in
             guard let base = buffer.baseAddress, buffer.count > 0 else { return nil }

@@ -38,7 +38,7 @@ enum MessageEncoder {
         switch value {
         case .string(let text):
             guard !text.utf8.contains(0) else {
-                throw .encoding("\(context): strings may not contain NUL characters")
+                throw .invalidArgument("\(context): strings may not contain NUL characters")
             }
         case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
              .objectPath, .signature:
