@@ -27,6 +27,7 @@ let package = Package(
         .executableTarget(name: "DBusEchoExample", dependencies: ["BleDBus"], path: "Examples/DBusEcho"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport"], path: "Benchmarks/BleDBusBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
+        .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

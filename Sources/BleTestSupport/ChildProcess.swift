@@ -35,8 +35,22 @@ final class ChildProcess: @unchecked Sendable {
         let envp: [UnsafeMutablePointer<CChar>?] = environmentList.map { strdup($0) } + [nil]
         defer { envp.forEach { free($0) } }
 
+        // The spawning thread may be a libdispatch worker with signals blocked; the child
+        // would inherit that mask and ignore the SIGTERM that is meant to stop it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        var defaultSignals = sigset_t()
+        sigemptyset(&defaultSignals)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaultSignals, signal) }
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
+        let status = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
         close(inputPipe[0])
         close(outputPipe[1])
         guard status == 0 else {

@@ -134,6 +134,10 @@ public final class Connection {
             Unmanaged<WeakConnection>.fromOpaque(data).release()
         })
         dbus_connection_set_wakeup_main_function(raw, { _ in
+            // libdbus asks for this on every send. On the loop thread (always, in BleKit) the
+            // loop is not in poll() and looks at the watches again before it sleeps, so the
+            // eventfd write, and the extra iteration it causes, would buy nothing.
+            guard !MainLoop.shared.isCurrent else { return }
             g_main_context_wakeup(MainLoop.shared.context)
         }, nil, nil)
         scheduleDispatch()
@@ -251,16 +255,21 @@ public final class Connection {
     private func callResult(_ message: DBusMessage, timeout: Duration?) async -> Result<DBusMessage, DBusError> {
         let id = nextCallID
         nextCallID += 1
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<DBusMessage, DBusError>, Never>) in
-                if Task.isCancelled {
-                    continuation.resume(returning: .failure(.cancelled))
-                    return
+        // The reply resumes the continuation on the loop thread, but the runtime would run the
+        // task on the global pool and hop back to the loop from there: preferring the loop as the
+        // task executor keeps the resumption on this thread, without two thread wake-ups per call.
+        return await withTaskExecutorPreference(LoopExecutor.sharedTaskExecutor) {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Result<DBusMessage, DBusError>, Never>) in
+                    if Task.isCancelled {
+                        continuation.resume(returning: .failure(.cancelled))
+                        return
+                    }
+                    start(message, id: id, timeout: timeout) { continuation.resume(returning: $0) }
                 }
-                start(message, id: id, timeout: timeout) { continuation.resume(returning: $0) }
+            } onCancel: {
+                BleLoop.perform { [weak self] in self?.cancelCall(id: id) }
             }
-        } onCancel: {
-            BleLoop.perform { [weak self] in self?.cancelCall(id: id) }
         }
     }
 

@@ -88,6 +88,11 @@ final class LoopIntegration {
             }
             g_source_set_callback(created, unsafeBitCast(callback, to: GSourceFunc.self),
                                   Unmanaged.passUnretained(self).toOpaque(), nil)
+            // GLib blocks a non-recursive source around each dispatch by removing and re-adding
+            // its descriptor, and each of those writes the context's wake-up eventfd: two
+            // syscalls and a spurious loop iteration per received message. Nothing iterates
+            // this context from inside a callback, so there is no recursion to guard against.
+            g_source_set_can_recurse(created, 1)
             g_source_attach(created, integration.context)
             source = created
         }

@@ -2,7 +2,11 @@
 ///
 /// `BleLoop`'s executor: actor-isolated BleKit state runs where the D-Bus callbacks run, so no
 /// hop and no lock is needed between them, and the compiler checks the confinement.
-public final class LoopExecutor: SerialExecutor {
+///
+/// It is a `TaskExecutor` too, so that a task awaiting a reply on the loop can prefer it: the
+/// runtime resumes a continuation on the generic executor, which would otherwise send every
+/// reply through a global-pool thread and back to the loop (two thread wake-ups per call).
+public final class LoopExecutor: SerialExecutor, TaskExecutor {
     /// The loop this executor enqueues onto.
     public let loop: MainLoop
 
@@ -10,8 +14,14 @@ public final class LoopExecutor: SerialExecutor {
 
     /// The executor of `loop` (the shared one for `MainLoop.shared`).
     public static func shared(for loop: MainLoop) -> UnownedSerialExecutor {
-        if loop === MainLoop.shared { return sharedExecutor.asUnownedSerialExecutor() }
-        return LoopExecutor(loop: loop).asUnownedSerialExecutor()
+        instance(for: loop).asUnownedSerialExecutor()
+    }
+
+    /// The shared loop's executor, as the task executor that `Connection` calls prefer.
+    static var sharedTaskExecutor: LoopExecutor { sharedExecutor }
+
+    static func instance(for loop: MainLoop) -> LoopExecutor {
+        loop === MainLoop.shared ? sharedExecutor : LoopExecutor(loop: loop)
     }
 
     /// An executor for `loop`.
@@ -27,6 +37,11 @@ public final class LoopExecutor: SerialExecutor {
     /// This executor as an unowned reference.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// This executor as an unowned task executor reference.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
 
     /// Traps unless the caller runs on the loop thread: the runtime's check behind

@@ -37,8 +37,9 @@ public final class LoopTimer: Sendable {
         let address = UInt(bitPattern: created)
         source.withLock { $0 = address }
         g_source_attach(created, loop.context)
-        // Starts the shared loop if this timer is the first thing that needs it.
-        loop.perform {}
+        // Starts the shared loop if this timer is the first thing that needs it; cheaper than
+        // an empty `perform`, which costs an idle source and a drain (per call, for call timers).
+        loop.startIfFirstUse()
     }
 
     /// A timer whose action runs as `@BleLoop` code on the shared loop.

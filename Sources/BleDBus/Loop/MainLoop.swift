@@ -45,6 +45,9 @@ public final class MainLoop: Sendable {
     private let name: String
     private let startsOnFirstUse: Bool
     private let queue = Mutex(Queue())
+    /// An empty buffer with capacity, swapped with the queue's on each drain; only touched by
+    /// `drain()`, which runs on the loop thread alone.
+    nonisolated(unsafe) private var spare: [Work] = []
     private let stoppedCondition = NSCondition()
 
     /// A loop over a new GLib main context. With `startsOnFirstUse`, the first `perform` starts
@@ -85,6 +88,19 @@ public final class MainLoop: Sendable {
         }
         if scheduleDrain { attachDrainSource() }
         if startThread { spawnThread() }
+    }
+
+    /// Starts the loop's thread if it starts on first use and has not started yet: what an
+    /// enqueue does, for callers (timers) that attach GLib sources directly and have no work
+    /// to enqueue. Costs one lock once the loop runs.
+    func startIfFirstUse() {
+        guard startsOnFirstUse else { return }
+        let shouldStart = queue.withLock { state -> Bool in
+            guard state.runState == .idle else { return false }
+            state.runState = .starting
+            return true
+        }
+        if shouldStart { spawnThread() }
     }
 
     /// Starts the loop on a thread of its own; does nothing if it already runs.
@@ -155,19 +171,31 @@ public final class MainLoop: Sendable {
     private func drain() -> Bool {
         // Bounded rounds keep sockets and timers served while work keeps arriving.
         for _ in 0..<8 {
-            let batch = queue.withLock { state -> [Work] in
-                let taken = state.work
-                state.work.removeAll(keepingCapacity: true)
-                if taken.isEmpty { state.drainScheduled = false }
-                return taken
+            var batch = spare
+            spare = []
+            queue.withLock { state in
+                // Swapping buffers, rather than copying and clearing, allocates nothing.
+                swap(&batch, &state.work)
+                if batch.isEmpty { state.drainScheduled = false }
             }
-            if batch.isEmpty { return false }
+            if batch.isEmpty {
+                spare = batch
+                return false
+            }
             for work in batch {
                 switch work {
                 case .closure(let body): body()
-                case .job(let job): job.runSynchronously(on: LoopExecutor.shared(for: self))
+                case .job(let job):
+                    // One executor is both the serial and the task executor, and `enqueue` cannot
+                    // tell which role a job came for; running every job in both roles is right for
+                    // either, since this thread runs one job at a time.
+                    let executor = LoopExecutor.instance(for: self)
+                    job.runSynchronously(isolatedTo: executor.asUnownedSerialExecutor(),
+                                         taskExecutor: executor.asUnownedTaskExecutor())
                 }
             }
+            batch.removeAll(keepingCapacity: true)
+            spare = batch
         }
         return queue.withLock { state in
             if state.work.isEmpty {

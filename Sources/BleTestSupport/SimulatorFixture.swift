@@ -1,0 +1,140 @@
+import BleDBus
+import BleSim
+import Foundation
+
+/// One call away from a test bed: a private bus, a `Simulator` on it, and a client connection
+/// that records every signal from `org.bluez`, with deadline-bound waits.
+///
+/// ```swift
+/// let fixture = try await SimulatorFixture.start(peripherals: [spec])
+/// defer { fixture.tearDown() }
+/// try await fixture.call("/org/bluez/hci0", "org.bluez.Adapter1", "StartDiscovery")
+/// try await fixture.waitForSignal { $0.member == "InterfacesAdded" }
+/// ```
+@BleLoop
+public final class SimulatorFixture {
+    /// The private bus.
+    public let bus: PrivateBus
+    /// The simulator serving on it.
+    public let simulator: Simulator
+    /// The test's client connection.
+    public let client: Connection
+    /// Every signal from the simulator, in arrival order.
+    public private(set) var signals: [DBusMessage] = []
+    private var subscription: SignalSubscription?
+    private var waiters: [(id: Int, predicate: (DBusMessage) -> Bool, continuation: CheckedContinuation<DBusMessage?, Never>)] = []
+    private var nextWaiter = 0
+
+    /// Why a wait ended without its event.
+    public struct Timeout: Error, CustomStringConvertible {
+        /// What was awaited.
+        public var what: String
+        /// The signals seen meanwhile.
+        public var seen: [String]
+        /// A readable explanation.
+        public var description: String { "Timed out waiting for \(what); signals seen: \(seen.suffix(20).joined(separator: "\n  "))" }
+    }
+
+    private init(bus: PrivateBus, simulator: Simulator, client: Connection) {
+        self.bus = bus
+        self.simulator = simulator
+        self.client = client
+    }
+
+    /// Starts a bus, a simulator with `peripherals` (instant timing unless `configuration`
+    /// says otherwise) and a recording client.
+    public static func start(peripherals: [PeripheralSpec] = [],
+                             configuration: Simulator.Configuration = .init()) async throws -> SimulatorFixture {
+        let bus = try PrivateBus()
+        let simulator = Simulator(configuration: configuration)
+        for spec in peripherals { simulator.addPeripheral(spec) }
+        do {
+            try await simulator.start(on: bus.busAddress)
+            let client = try await Connection.open(bus.busAddress)
+            let fixture = SimulatorFixture(bus: bus, simulator: simulator, client: client)
+            fixture.subscription = try client.signals.subscribe(SignalMatch(sender: "org.bluez")) { [weak fixture] message in
+                fixture?.received(message)
+            }
+            // A round trip guarantees the match rule is in place before the test acts.
+            _ = try await client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                      interface: "org.freedesktop.DBus", member: "GetId")
+            return fixture
+        } catch {
+            simulator.stop(.kill)
+            bus.stop()
+            throw error
+        }
+    }
+
+    private func received(_ message: DBusMessage) {
+        signals.append(message)
+        let matching = waiters.filter { $0.predicate(message) }
+        waiters.removeAll { waiter in matching.contains { $0.id == waiter.id } }
+        for waiter in matching { waiter.continuation.resume(returning: message) }
+    }
+
+    /// Calls a method on `org.bluez`.
+    @discardableResult
+    public func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+                     timeout: Duration = .seconds(10)) async throws(DBusError) -> [DBusValue] {
+        try await client.call(destination: "org.bluez", path: path, interface: interface, member: member,
+                              arguments: arguments, timeout: timeout)
+    }
+
+    /// Reads a property.
+    public func property(_ path: ObjectPath, _ interface: String, _ name: String) async throws(DBusError) -> DBusValue {
+        let reply = try await call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
+        guard case .variant(let value)? = reply.first else { throw .decoding(DBusDecodingError(expected: "v", found: "nothing", context: "Get")) }
+        return value
+    }
+
+    /// Sets a property.
+    public func setProperty(_ path: ObjectPath, _ interface: String, _ name: String, _ value: DBusValue) async throws(DBusError) {
+        try await call(path, "org.freedesktop.DBus.Properties", "Set", [.string(interface), .string(name), .variant(value)])
+    }
+
+    /// Waits for a signal (already received since `since`, or arriving within `timeout`).
+    @discardableResult
+    public func waitForSignal(since index: Int = 0, timeout: Duration = .seconds(10), _ what: String = "a signal",
+                              where predicate: @escaping (DBusMessage) -> Bool) async throws -> DBusMessage {
+        if let found = signals.dropFirst(index).first(where: predicate) { return found }
+        let id = nextWaiter
+        nextWaiter += 1
+        let timer = LoopTimer.scheduled(after: timeout) { [weak self] in
+            guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
+            self.waiters.remove(at: index).continuation.resume(returning: nil)
+        }
+        let result = await withCheckedContinuation { continuation in
+            waiters.append((id, predicate, continuation))
+        }
+        timer.cancel()
+        guard let result else { throw Timeout(what: what, seen: signals.map(\.description)) }
+        return result
+    }
+
+    /// Waits until a property of an object reads `expected` in a `PropertiesChanged`.
+    @discardableResult
+    public func waitForProperty(_ path: ObjectPath, _ name: String, _ expected: DBusValue, since index: Int = 0,
+                                timeout: Duration = .seconds(10)) async throws -> DBusMessage {
+        try await waitForSignal(since: index, timeout: timeout, "\(name)=\(expected) on \(path)") { message in
+            message.path == path && message.member == "PropertiesChanged" && SimulatorFixture.changedValue(message, name) == expected
+        }
+    }
+
+    /// The value of `name` in a `PropertiesChanged` signal, if it carries it.
+    public static func changedValue(_ message: DBusMessage, _ name: String) -> DBusValue? {
+        guard message.body.count == 3, let changed = try? BlueZShapes.propertyMap(message.body[1]) else { return nil }
+        return changed[name]
+    }
+
+    /// The number of signals so far: pass it as `since` to wait only for later ones.
+    public var mark: Int { signals.count }
+
+    /// Stops the simulator, the client and the bus.
+    public func tearDown() {
+        subscription?.cancel()
+        client.close()
+        simulator.stop(.kill)
+        bus.stop()
+    }
+}
