@@ -288,6 +288,19 @@ public final class Connection {
         }
     }
 
+    /// Starts a call at once, for code already on the loop: the message is sent before this
+    /// returns, so nothing sent afterwards can overtake it. `completion` runs on the loop (at
+    /// once if the connection is closed).
+    func callAtOnce(destination: String?, path: ObjectPath, interface: String?, member: String,
+                    arguments: [DBusValue] = [], timeout: Duration? = nil,
+                    completion: @escaping @BleLoop (Result<[DBusValue], DBusError>) -> Void) {
+        let message = DBusMessage.methodCall(destination: destination, path: path, interface: interface,
+                                             member: member, body: arguments)
+        let id = nextCallID
+        nextCallID += 1
+        start(message, id: id, timeout: timeout) { completion($0.map(\.body)) }
+    }
+
     private func start(_ message: DBusMessage, id: UInt64, timeout: Duration?,
                        completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
         guard state != .closed else {

@@ -47,7 +47,13 @@ public final class SignalRouter {
         retainRule(match.busRule)
         if let sender = match.sender, !sender.hasPrefix(":") { trackOwner(of: sender) }
         return SignalSubscription { [weak self] in
-            BleLoop.perform { self?.unsubscribe(id) }
+            // On the loop (in a handler, or in BleLoop code) stop at once, so that not even the
+            // signal being delivered right now reaches a cancelled handler.
+            if MainLoop.shared.isCurrent {
+                BleLoop.assumeIsolated { self?.unsubscribe(id) }
+            } else {
+                BleLoop.perform { self?.unsubscribe(id) }
+            }
         }
     }
 
@@ -69,8 +75,9 @@ public final class SignalRouter {
         let count = ruleCounts[rule, default: 0]
         ruleCounts[rule] = count + 1
         guard count == 0 else { return }
-        connection?.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                         interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(rule)]) { result in
+        // Sent before `subscribe` returns, so that no call made after it can overtake the rule.
+        connection?.callAtOnce(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                               interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(rule)]) { result in
             if case .failure(let error) = result, error != .disconnected {
                 DBusLog.warning("AddMatch \(rule) failed: \(error)")
             }
@@ -85,8 +92,8 @@ public final class SignalRouter {
         }
         ruleCounts.removeValue(forKey: rule)
         guard let connection, connection.isOpen else { return }
-        connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                        interface: "org.freedesktop.DBus", member: "RemoveMatch", arguments: [.string(rule)]) { _ in }
+        connection.callAtOnce(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                              interface: "org.freedesktop.DBus", member: "RemoveMatch", arguments: [.string(rule)]) { _ in }
     }
 
     func route(_ message: DBusMessage) {
@@ -135,12 +142,16 @@ public final class SignalRouter {
         let alreadyTracked = owners[name] != nil
         trackOwner(of: name)
         if alreadyTracked, case .owned(let owner)? = owners[name] {
-            BleLoop.perform { handler(owner) }
+            BleLoop.perform { [weak self] in if self?.nameWatchers[name]?[id] != nil { handler(owner) } }
         } else if alreadyTracked, case .unowned? = owners[name] {
-            BleLoop.perform { handler(nil) }
+            BleLoop.perform { [weak self] in if self?.nameWatchers[name]?[id] != nil { handler(nil) } }
         }
         return SignalSubscription { [weak self] in
-            BleLoop.perform { self?.nameWatchers[name]?.removeValue(forKey: id) }
+            if MainLoop.shared.isCurrent {
+                BleLoop.assumeIsolated { _ = self?.nameWatchers[name]?.removeValue(forKey: id) }
+            } else {
+                BleLoop.perform { self?.nameWatchers[name]?.removeValue(forKey: id) }
+            }
         }
     }
 
@@ -155,11 +166,9 @@ public final class SignalRouter {
         owners[name] = .unknown(changedSinceQuery: false)
         retainRule(SignalMatch(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
                                member: "NameOwnerChanged", arg0: name).busRule)
-        connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                        interface: "org.freedesktop.DBus", member: "GetNameOwner", arguments: [.string(name)]) { result in
-            BleLoop.assumeIsolated { [weak self] in
-                self?.ownerQueryAnswered(name: name, result: result)
-            }
+        connection.callAtOnce(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                              interface: "org.freedesktop.DBus", member: "GetNameOwner", arguments: [.string(name)]) { [weak self] result in
+            self?.ownerQueryAnswered(name: name, result: result)
         }
     }
 
@@ -189,7 +198,10 @@ public final class SignalRouter {
 
     private func notifyWatchers(_ name: String, _ owner: String?) {
         guard let watchers = nameWatchers[name] else { return }
-        for (_, handler) in watchers.sorted(by: { $0.key < $1.key }) { handler(owner) }
+        // A handler may cancel others; skip those.
+        for (id, handler) in watchers.sorted(by: { $0.key < $1.key }) where nameWatchers[name]?[id] != nil {
+            handler(owner)
+        }
     }
 
     func connectionClosed() {
