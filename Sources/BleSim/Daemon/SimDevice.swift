@@ -87,7 +87,9 @@ public final class SimDevice {
     }
 
     /// Unpaired, untrusted and idle: bluetoothd forgets it TemporaryTimeout after it was last heard.
-    var isTemporary: Bool { !paired && !bonded && !trusted && !isConnectedOrConnecting && pairing == nil }
+    var isTemporary: Bool {
+        !paired && !bonded && !trusted && !isConnectedOrConnecting && !incomingConnected && pairing == nil
+    }
 
     /// What the device's `UUIDs` property holds: resolved services once known, else advertised.
     private var uuids: [String] {
@@ -181,7 +183,19 @@ public final class SimDevice {
         ])
     }
 
+    /// For the device object of a central connected to an app's peripheral on this adapter.
+    private var incomingConnected = false
+
+    /// The central on the other end connected or went away.
+    func incomingLinkChanged(up: Bool) {
+        guard incomingConnected != up else { return }
+        incomingConnected = up
+        lastSeen = ContinuousClock.now
+        changed(["Connected"])
+    }
+
     private var connectedProperty: Bool {
+        if incomingConnected { return true }
         switch state {
         case .connected, .disconnecting: return true
         case .connecting, .disconnected: return briefLink

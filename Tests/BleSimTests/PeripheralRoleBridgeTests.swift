@@ -1,0 +1,124 @@
+import BleDBus
+import BleSim
+import BleTestSupport
+import Foundation
+import Testing
+
+/// A GATT application with one service: a read/write characteristic and a notify one, served by
+/// a second connection the way a BlueZ peripheral app does.
+@BleLoop
+final class FakeGattApplication {
+    let connection: Connection
+    var value = Data([0x01, 0x02])
+    var writes: [(Data, PropertyMap)] = []
+    var readOptions: [PropertyMap] = []
+    var notifyCalls: [String] = []
+    static let root: ObjectPath = "/com/example/app"
+    static let service: ObjectPath = "/com/example/app/service0"
+    static let valueCharacteristic: ObjectPath = "/com/example/app/service0/char0"
+    static let notifyCharacteristic: ObjectPath = "/com/example/app/service0/char1"
+    static let advertisement: ObjectPath = "/com/example/advert0"
+
+    init(connection: Connection) {
+        self.connection = connection
+        let objects = connection.objects!
+        objects.addObjectManager(at: FakeGattApplication.root)
+        objects.register(FakeGattApplication.service, interfaces: [ExportedInterface("org.bluez.GattService1", properties: [
+            ExportedProperty("UUID", .string) { .string("12345678-1234-5678-1234-56789abcdef0") },
+            ExportedProperty("Primary", .boolean) { .boolean(true) },
+        ])])
+        let options = ArgumentDescription("options", .dictionary(key: .string, value: .variant))
+        objects.register(FakeGattApplication.valueCharacteristic, interfaces: [ExportedInterface("org.bluez.GattCharacteristic1", methods: [
+            ExportedMethod("ReadValue", in: [options], out: [ArgumentDescription("value", .array(.byte))]) { [weak self] call in
+                guard let self else { return }
+                self.readOptions.append((try? BlueZShapes.propertyMap(call.arguments[0])) ?? [:])
+                call.reply([.bytes(self.value)])
+            },
+            ExportedMethod("WriteValue", in: [ArgumentDescription("value", .array(.byte)), options]) { [weak self] call in
+                guard let self, case .bytes(let data) = call.arguments[0] else { return }
+                self.value = data
+                self.writes.append((data, (try? BlueZShapes.propertyMap(call.arguments[1])) ?? [:]))
+                call.reply()
+            },
+        ], properties: [
+            ExportedProperty("UUID", .string) { .string("12345678-1234-5678-1234-56789abcdef1") },
+            ExportedProperty("Service", .objectPath) { .objectPath(FakeGattApplication.service) },
+            ExportedProperty("Flags", .array(.string)) { .array(element: .string, [.string("read"), .string("write")]) },
+        ])])
+        objects.register(FakeGattApplication.notifyCharacteristic, interfaces: [ExportedInterface("org.bluez.GattCharacteristic1", methods: [
+            ExportedMethod("StartNotify") { [weak self] call in
+                self?.notifyCalls.append("StartNotify")
+                call.reply()
+            },
+            ExportedMethod("StopNotify") { [weak self] call in
+                self?.notifyCalls.append("StopNotify")
+                call.reply()
+            },
+        ], properties: [
+            ExportedProperty("UUID", .string) { .string("12345678-1234-5678-1234-56789abcdef2") },
+            ExportedProperty("Service", .objectPath) { .objectPath(FakeGattApplication.service) },
+            ExportedProperty("Flags", .array(.string)) { .array(element: .string, [.string("notify")]) },
+            ExportedProperty("Value", .array(.byte)) { .bytes(Data()) },
+        ])])
+        objects.register(FakeGattApplication.advertisement, interfaces: [ExportedInterface("org.bluez.LEAdvertisement1", methods: [
+            ExportedMethod("Release") { call in call.reply() },
+        ], properties: [
+            ExportedProperty("Type", .string) { .string("peripheral") },
+            ExportedProperty("ServiceUUIDs", .array(.string)) { .array(element: .string, [.string("12345678-1234-5678-1234-56789abcdef0")]) },
+            ExportedProperty("LocalName", .string) { .string("app-periph") },
+        ])])
+    }
+
+    func register(on adapter: ObjectPath) async throws {
+        _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.GattManager1",
+                                      member: "RegisterApplication",
+                                      arguments: [.objectPath(FakeGattApplication.root), BlueZShapes.propertyDictionary([])])
+        _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.LEAdvertisingManager1",
+                                      member: "RegisterAdvertisement",
+                                      arguments: [.objectPath(FakeGattApplication.advertisement), BlueZShapes.propertyDictionary([])])
+    }
+
+    func notify(_ data: Data) {
+        connection.objects.emitPropertiesChanged(path: FakeGattApplication.notifyCharacteristic, interface: "org.bluez.GattCharacteristic1",
+                                                 changed: [DBusDictionaryEntry(key: .string("Value"), value: .variant(.bytes(data)))],
+                                                 invalidated: [])
+    }
+}
+
+@BleLoop
+@Test func appRegisteredOnOneAdapterIsDiscoveredConnectedAndUsedFromTheOther() async throws {
+    let fixture = try await SimulatorFixture.start()
+    defer { fixture.tearDown() }
+    let appConnection = try await Connection.open(fixture.bus.busAddress)
+    defer { appConnection.close() }
+    let app = FakeGattApplication(connection: appConnection)
+    try await app.register(on: "/org/bluez/hci0")
+    #expect(try await fixture.property("/org/bluez/hci0", "org.bluez.LEAdvertisingManager1", "ActiveInstances") == .byte(1))
+
+    let device: ObjectPath = "/org/bluez/hci1/dev_00_AA_01_00_00_00"
+    try await fixture.call("/org/bluez/hci1", "org.bluez.Adapter1", "StartDiscovery")
+    try await fixture.waitForSignal { $0.member == "InterfacesAdded" && $0.body.first == .objectPath(device) }
+    #expect(try await fixture.property(device, "org.bluez.Device1", "Name") == .string("app-periph"))
+    try await fixture.call(device, "org.bluez.Device1", "Connect")
+    try await fixture.waitForProperty(device, "ServicesResolved", .boolean(true))
+
+    // The app's service follows bluetoothd's own GATT service (0x0008).
+    let valuePath = try ObjectPath(device.rawValue + "/service000c/char000d")
+    let notifyPath = try ObjectPath(device.rawValue + "/service000c/char000f")
+    let read = try await fixture.call(valuePath, "org.bluez.GattCharacteristic1", "ReadValue", [BlueZShapes.propertyDictionary([])])
+    #expect(read == [.bytes(Data([0x01, 0x02]))])
+    #expect(app.readOptions.first?["device"] == .objectPath("/org/bluez/hci0/dev_00_AA_01_00_00_01"))
+    #expect(app.readOptions.first?["link"] == .string("LE"))
+    #expect(app.readOptions.first?["mtu"] == .uint16(517))
+
+    try await fixture.call(valuePath, "org.bluez.GattCharacteristic1", "WriteValue", [.bytes(Data([0x09])), BlueZShapes.propertyDictionary([])])
+    #expect(app.writes.map(\.0) == [Data([0x09])])
+    #expect(app.writes.first?.1["type"] == nil, "5.66 passes no type option to the application")
+
+    try await fixture.call(notifyPath, "org.bluez.GattCharacteristic1", "StartNotify")
+    #expect(app.notifyCalls == ["StartNotify"])
+    let mark = fixture.mark
+    app.notify(Data([0xAB, 0xCD]))
+    let notification = try await fixture.waitForSignal(since: mark) { $0.path == notifyPath && $0.member == "PropertiesChanged" }
+    #expect(SimulatorFixture.changedValue(notification, "Value") == .bytes(Data([0xAB, 0xCD])))
+}
