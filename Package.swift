@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "BleDBus", targets: ["BleDBus"]),
         .library(name: "BleTestSupport", targets: ["BleTestSupport"]),
         .library(name: "BleSim", targets: ["BleSim"]),
+        .library(name: "BleCore", targets: ["BleCore"]),
         .executable(name: "blekit", targets: ["blekit"]),
     ],
     targets: [
@@ -22,12 +23,16 @@ let package = Package(
         ),
         .target(name: "BleDBus", dependencies: ["CDBus", "CGLib"]),
         .target(name: "BleSim", dependencies: ["BleDBus"]),
+        .target(name: "BleCore", dependencies: ["BleDBus"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim"]),
         .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
         .executableTarget(name: "DBusEchoExample", dependencies: ["BleDBus"], path: "Examples/DBusEcho"),
+        .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
+                          path: "Benchmarks/SimulatorBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport"], path: "Benchmarks/BleDBusBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
+        .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

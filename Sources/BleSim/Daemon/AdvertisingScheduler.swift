@@ -84,4 +84,15 @@ extension Simulator {
     func scanStarted(on adapter: SimAdapter) {
         advertisingScheduler?.scanStarted(on: adapter)
     }
+
+    /// How the simulated air keeps up: advertising reports delivered to scanning adapters since
+    /// the last reset, and the worst lateness of a report behind its schedule.
+    public var advertisingStatistics: (reports: Int, maximumLag: Duration) {
+        (advertisingScheduler?.reportsDelivered ?? 0, advertisingScheduler?.maximumLag ?? .zero)
+    }
+
+    /// Starts counting `advertisingStatistics` afresh.
+    public func resetAdvertisingStatistics() {
+        advertisingScheduler?.resetStatistics()
+    }
 }

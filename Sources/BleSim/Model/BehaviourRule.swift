@@ -14,6 +14,8 @@ public struct BehaviourRule: Sendable, Codable, Equatable {
         case subscribe(characteristic: String)
         /// A central connecting.
         case connect
+        /// Every `milliseconds` while a central is connected (a sensor's periodic notification).
+        case periodic(milliseconds: Double)
     }
 
     /// What the peripheral does.
@@ -48,7 +50,7 @@ public struct BehaviourRule: Sendable, Codable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey { case on, then, latency }
-    private enum TriggerKeys: String, CodingKey { case write, read, subscribe, connect, prefix }
+    private enum TriggerKeys: String, CodingKey { case write, read, subscribe, connect, prefix, every }
     private enum ResponseKeys: String, CodingKey { case notify, echo, setValue, value, packets, reply, attError, disconnect, characteristic }
 
     /// JSON: `{"on": {"write": "fff1", "prefix": "01"}, "then": [{"notify": "fff2", "value": "0102", "packets": 2}], "latency": 10}`.
@@ -64,9 +66,14 @@ public struct BehaviourRule: Sendable, Codable, Equatable {
             trigger = .subscribe(characteristic: try SimUUID.decode(characteristic, in: on, key: .subscribe))
         } else if try on.decodeIfPresent(Bool.self, forKey: .connect) == true {
             trigger = .connect
+        } else if let every = try on.decodeIfPresent(Double.self, forKey: .every) {
+            guard every >= 7.5 else {
+                throw DecodingError.dataCorruptedError(forKey: .every, in: on, debugDescription: "periodic rules need at least 7.5 ms (one connection interval)")
+            }
+            trigger = .periodic(milliseconds: every)
         } else {
             throw DecodingError.dataCorruptedError(forKey: .on, in: container,
-                                                   debugDescription: "a rule needs 'on' with one of write, read, subscribe or connect")
+                                                   debugDescription: "a rule needs 'on' with one of write, read, subscribe, connect or every")
         }
         var responses: [Response] = []
         var list = try container.nestedUnkeyedContainer(forKey: .then)
@@ -110,6 +117,7 @@ public struct BehaviourRule: Sendable, Codable, Equatable {
         case .read(let characteristic): try on.encode(characteristic, forKey: .read)
         case .subscribe(let characteristic): try on.encode(characteristic, forKey: .subscribe)
         case .connect: try on.encode(true, forKey: .connect)
+        case .periodic(let milliseconds): try on.encode(milliseconds, forKey: .every)
         }
         var list = container.nestedUnkeyedContainer(forKey: .then)
         for response in responses {

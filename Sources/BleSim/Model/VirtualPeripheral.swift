@@ -154,11 +154,31 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
         links.append(link)
         onConnectionChange?(true, self)
         run(rules: spec.rules.filter { $0.trigger == .connect }, written: nil, link: link)
+        startPeriodicRules()
     }
 
     func linkDown(_ link: SimLink) {
         links.removeAll { $0 === link }
         onConnectionChange?(false, self)
+        if links.isEmpty {
+            for timer in periodicTimers { timer.cancel() }
+            periodicTimers.removeAll()
+        }
+    }
+
+    private var periodicTimers: [LoopTimer] = []
+
+    /// Periodic rules run while any central is connected; they notify every subscriber.
+    private func startPeriodicRules() {
+        guard periodicTimers.isEmpty else { return }
+        for rule in spec.rules {
+            guard case .periodic(let milliseconds) = rule.trigger else { continue }
+            let interval = Duration.milliseconds(max(7.5, milliseconds))
+            periodicTimers.append(LoopTimer.scheduled(after: interval, repeating: interval) { [weak self] in
+                guard let self, let link = self.links.first else { return }
+                for response in rule.responses { self.perform(response, written: nil, link: link) }
+            })
+        }
     }
 
     func read(handle: UInt16, offset: Int, link: SimLink, reply: @escaping @BleLoop (Result<Data, AttError>) -> Void) {

@@ -97,7 +97,7 @@ public struct Scenario: Sendable, Decodable {
         }
     }
 
-    private enum Keys: String, CodingKey { case adapters, temporaryTimeout, timing, peripherals, faults }
+    private enum Keys: String, CodingKey { case adapters, temporaryTimeout, timing, peripherals, crowd, faults }
 
     /// Reads a scenario; every key is optional.
     public init(from decoder: Decoder) throws {
@@ -115,6 +115,7 @@ public struct Scenario: Sendable, Decodable {
         if let timing = try container.decodeIfPresent(TimingEntry.self, forKey: .timing) { configuration.timing = timing.model }
         self.configuration = configuration
         peripherals = try container.decodeIfPresent([PeripheralSpec].self, forKey: .peripherals) ?? []
+        if let crowd = try container.decodeIfPresent(Crowd.self, forKey: .crowd) { peripherals += crowd.peripherals }
         let addresses = peripherals.map(\.address)
         if Set(addresses).count != addresses.count {
             throw DecodingError.dataCorruptedError(forKey: .peripherals, in: container, debugDescription: "two peripherals share an address")
@@ -189,6 +190,42 @@ public struct Scenario: Sendable, Decodable {
         case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
         case .valueNotFound(let type, let context): return "\(path(context)): expected a \(type) value"
         @unknown default: return "\(error)"
+        }
+    }
+
+    /// `{"count": 1000, "addressPrefix": "DE:AD", "namePrefix": "beacon-", "interval": 100, "rssi": -70, "rssiJitter": 6}`:
+    /// many similar advertisers without listing each (a crowded room).
+    private struct Crowd: Decodable {
+        var peripherals: [PeripheralSpec]
+
+        private enum Keys: String, CodingKey { case count, addressPrefix, namePrefix, interval, rssi, rssiJitter, connectable }
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            let count = try container.decode(Int.self, forKey: .count)
+            guard (1...65_535).contains(count) else {
+                throw DecodingError.dataCorruptedError(forKey: .count, in: container, debugDescription: "count must be 1…65535")
+            }
+            let prefix = try container.decodeIfPresent(String.self, forKey: .addressPrefix) ?? "DE:AD:BE:EF"
+            let prefixParts = prefix.split(separator: ":")
+            guard prefixParts.count == 4, prefixParts.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }) else {
+                throw DecodingError.dataCorruptedError(forKey: .addressPrefix, in: container,
+                                                       debugDescription: "addressPrefix needs four bytes, like DE:AD:BE:EF")
+            }
+            let namePrefix = try container.decodeIfPresent(String.self, forKey: .namePrefix) ?? "beacon-"
+            let interval = try container.decodeIfPresent(Double.self, forKey: .interval) ?? 100
+            guard interval >= 20 else {
+                throw DecodingError.dataCorruptedError(forKey: .interval, in: container, debugDescription: "advertising interval must be at least 20 ms")
+            }
+            let rssi = try container.decodeIfPresent(Int16.self, forKey: .rssi) ?? -70
+            let jitter = try container.decodeIfPresent(Int16.self, forKey: .rssiJitter) ?? 6
+            let connectable = try container.decodeIfPresent(Bool.self, forKey: .connectable) ?? false
+            peripherals = (0..<count).map { index in
+                PeripheralSpec(address: prefix.uppercased() + String(format: ":%02X:%02X", index >> 8, index & 0xFF),
+                               name: "\(namePrefix)\(index)", rssi: rssi, rssiJitter: jitter,
+                               manufacturerData: [0xFFFF: Data([UInt8(index >> 8), UInt8(index & 0xFF)])],
+                               advertisingIntervalMilliseconds: interval, connectable: connectable)
+            }
         }
     }
 
