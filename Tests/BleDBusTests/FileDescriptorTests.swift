@@ -88,8 +88,8 @@ import Testing
             }
             #expect(Descriptors.target(of: received.rawValue) == socket)
             if round == 0 {
-                // The count sees the duplicate the reply holds.
-                #expect(Descriptors.count(referringTo: socket) == 2)
+                // The count sees the duplicates alive now: the one sent and the one received.
+                #expect(Descriptors.count(referringTo: socket) == 3)
             }
         }
         await loopTurn()
