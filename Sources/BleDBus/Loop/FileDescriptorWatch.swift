@@ -18,13 +18,17 @@ public final class FileDescriptorWatch: Sendable {
         public static let hangUp = Events(rawValue: G_IO_HUP.rawValue)
         /// An error condition.
         public static let error = Events(rawValue: G_IO_ERR.rawValue)
+        /// The descriptor can take more data (watched only when asked for: an `AcquireWrite`
+        /// socket that returned EAGAIN waits for this).
+        public static let writable = Events(rawValue: G_IO_OUT.rawValue)
     }
 
     private let source: Mutex<UInt>
 
-    /// Starts watching `descriptor` for readability (hang-up and errors are always reported).
-    public init(descriptor: Int32, handler: @escaping @BleLoop @Sendable (Events) -> Void) {
-        let condition = GIOCondition(G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
+    /// Starts watching `descriptor` for `events` (readability by default; hang-up and errors
+    /// are always reported).
+    public init(descriptor: Int32, events: Events = .readable, handler: @escaping @BleLoop @Sendable (Events) -> Void) {
+        let condition = GIOCondition(events.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
         source = Mutex(0)
         guard let created = g_unix_fd_source_new(descriptor, condition) else { return }
         let box = Unmanaged.passRetained(WatchHandler(handler)).toOpaque()

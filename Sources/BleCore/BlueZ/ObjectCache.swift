@@ -1,0 +1,150 @@
+import BleDBus
+
+/// One change to BlueZ's object tree, as the cache saw it.
+enum CacheEvent {
+    /// Interfaces appeared on an object (with their properties, now in the cache).
+    case added(ObjectPath, interfaces: Set<String>)
+    /// Interfaces left an object (removed from the cache; the last ones remove the object).
+    case removed(ObjectPath, interfaces: Set<String>, lastProperties: InterfaceMap)
+    /// Properties changed (already applied) or were invalidated (already removed).
+    case changed(ObjectPath, interface: String, changed: PropertyMap, invalidated: [String])
+    /// bluetoothd left the bus: every object is gone.
+    case daemonLost
+    /// A fresh `GetManagedObjects` answer was loaded (after start or a daemon restart).
+    case loaded
+    /// Loading failed (e.g. AccessDenied).
+    case loadFailed(BleError)
+}
+
+/// The single source of truth for BlueZ state: every object and property under `org.bluez`.
+///
+/// Order matters (bleak's lesson): the signal subscription goes out first, then
+/// `GetManagedObjects`; signals that arrive before its reply were emitted before it and are
+/// already in the answer, so they are skipped. The `org.bluez` owner is watched too, because a
+/// SIGKILLed bluetoothd leaves with no signal but `NameOwnerChanged` (observed on 5.66).
+@BleLoop
+final class ObjectCache {
+    private(set) var objects: [ObjectPath: InterfaceMap] = [:]
+    private(set) var owner: String?
+    private(set) var isLoaded = false
+    private let connection: Connection
+    private var signalSubscription: SignalSubscription?
+    private var nameSubscription: SignalSubscription?
+    private var loadGeneration = 0
+    var onEvent: (@BleLoop (CacheEvent) -> Void)?
+
+    init(connection: Connection) {
+        self.connection = connection
+    }
+
+    /// Subscribes (one broad rule for everything `org.bluez` sends) and starts watching the name.
+    func start() throws(DBusError) {
+        signalSubscription = try connection.signals.subscribe(SignalMatch(sender: BlueZ.service)) { [weak self] message in
+            self?.handle(message)
+        }
+        nameSubscription = try connection.signals.watchName(BlueZ.service) { [weak self] owner in
+            self?.ownerChanged(owner)
+        }
+    }
+
+    func stop() {
+        signalSubscription?.cancel()
+        nameSubscription?.cancel()
+        signalSubscription = nil
+        nameSubscription = nil
+    }
+
+    private func ownerChanged(_ newOwner: String?) {
+        let previous = owner
+        owner = newOwner
+        if previous != nil, previous != newOwner {
+            BleLog.info("bluetoothd (\(previous!)) left the bus; every BlueZ object is gone")
+            dropAll()
+        }
+        if let newOwner, newOwner != previous { load() } else if newOwner == nil, previous == nil, !isLoaded {
+            onEvent?(.loadFailed(.serviceUnknown("org.bluez has no owner")))
+        }
+    }
+
+    private func dropAll() {
+        isLoaded = false
+        loadGeneration += 1
+        objects.removeAll()
+        onEvent?(.daemonLost)
+    }
+
+    private func load() {
+        loadGeneration += 1
+        let generation = loadGeneration
+        isLoaded = false
+        connection.call(destination: BlueZ.service, path: .root, interface: BlueZ.objectManager, member: "GetManagedObjects") { result in
+            BleLoop.assumeIsolated { [weak self] in
+                guard let self, generation == self.loadGeneration else { return }
+                switch result {
+                case .success(let body):
+                    guard let first = body.first, let managed = try? BlueZShapes.managedObjects(first) else {
+                        self.onEvent?(.loadFailed(.dbus("GetManagedObjects answered with an unexpected shape")))
+                        return
+                    }
+                    self.objects = managed
+                    self.isLoaded = true
+                    BleLog.debug("loaded \(managed.count) BlueZ objects")
+                    self.onEvent?(.loaded)
+                case .failure(let error):
+                    let mapped = BleError.from(error, operation: "GetManagedObjects")
+                    BleLog.warning("GetManagedObjects failed: \(mapped)")
+                    self.onEvent?(.loadFailed(mapped))
+                }
+            }
+        }
+    }
+
+    /// Loads again (after an access problem was fixed, for instance).
+    func reload() { if owner != nil { load() } }
+
+    private func handle(_ message: DBusMessage) {
+        // Before the GetManagedObjects answer, everything a signal says is in that answer.
+        guard isLoaded, let path = message.path else { return }
+        switch (message.interface, message.member) {
+        case (BlueZ.objectManager, "InterfacesAdded"):
+            guard message.body.count == 2, case .objectPath(let object) = message.body[0],
+                  let interfaces = try? BlueZShapes.interfaceMap(message.body[1]) else { return }
+            var entry = objects[object] ?? [:]
+            for (name, properties) in interfaces { entry[name] = properties }
+            objects[object] = entry
+            onEvent?(.added(object, interfaces: Set(interfaces.keys)))
+        case (BlueZ.objectManager, "InterfacesRemoved"):
+            guard message.body.count == 2, case .objectPath(let object) = message.body[0],
+                  let names = message.body[1].as([String].self), let entry = objects[object] else { return }
+            var remaining = entry
+            for name in names { remaining.removeValue(forKey: name) }
+            let meaningful = remaining.keys.filter { $0.hasPrefix("org.bluez.") }
+            if meaningful.isEmpty { objects.removeValue(forKey: object) } else { objects[object] = remaining }
+            onEvent?(.removed(object, interfaces: Set(names), lastProperties: entry))
+        case (BlueZ.properties, "PropertiesChanged"):
+            guard message.body.count == 3, case .string(let interface) = message.body[0],
+                  let changed = try? BlueZShapes.propertyMap(message.body[1]),
+                  let invalidated = message.body[2].as([String].self) else { return }
+            guard objects[path]?[interface] != nil else { return }
+            for (key, value) in changed { objects[path]![interface]![key] = value }
+            for key in invalidated { objects[path]![interface]!.removeValue(forKey: key) }
+            onEvent?(.changed(path, interface: interface, changed: changed, invalidated: invalidated))
+        default:
+            break
+        }
+    }
+
+    func properties(_ path: ObjectPath, _ interface: String) -> PropertyMap? { objects[path]?[interface] }
+
+    /// Objects with `interface` directly below or anywhere under `ancestor`, sorted by path
+    /// (which is handle order for GATT objects).
+    func children(of ancestor: ObjectPath, with interface: String) -> [ObjectPath] {
+        objects.compactMap { path, interfaces in
+            interfaces[interface] != nil && path.isDescendant(of: ancestor, orEqual: false) ? path : nil
+        }.sorted()
+    }
+
+    func all(with interface: String) -> [ObjectPath] {
+        objects.compactMap { $0.value[interface] != nil ? $0.key : nil }.sorted()
+    }
+}

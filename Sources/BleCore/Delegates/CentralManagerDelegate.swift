@@ -1,0 +1,38 @@
+import Foundation
+
+/// Receives a `CentralManager`'s events, as CoreBluetooth's `CBCentralManagerDelegate`.
+///
+/// A plain protocol, so Swift 5 code without concurrency annotations conforms unchanged. Calls
+/// arrive in order, one at a time: on BleKit's loop thread (`BleLoop`) by default, or on the
+/// `queue` given to the manager's init. Swift 6 code that keeps its state `@BleLoop` may conform
+/// with `@preconcurrency` and the default (loop) delivery. Every method has an empty default.
+public protocol CentralManagerDelegate: AnyObject {
+    /// `central.state` changed.
+    func centralManagerDidUpdateState(_ central: CentralManager)
+    /// With `Options.restoreConnectedPeripherals`: devices BlueZ already had connected, under
+    /// `CBCentralManagerRestoredStatePeripheralsKey` (`[Peripheral]`).
+    func centralManager(_ central: CentralManager, willRestoreState dict: [String: Any])
+    /// A scan found (or, with duplicates allowed, heard again) a peripheral.
+    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int)
+    /// The peripheral is connected and its GATT services are resolved.
+    func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
+    /// `connect` failed; `error` is a `BleError`.
+    func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?)
+    /// The link is gone; `error` is nil after `cancelPeripheralConnection`, else a `BleError`.
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?)
+}
+
+extension CentralManagerDelegate {
+    /// Does nothing.
+    public func centralManagerDidUpdateState(_ central: CentralManager) {}
+    /// Does nothing.
+    public func centralManager(_ central: CentralManager, willRestoreState dict: [String: Any]) {}
+    /// Does nothing.
+    public func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {}
+    /// Does nothing.
+    public func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {}
+    /// Does nothing.
+    public func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?) {}
+    /// Does nothing.
+    public func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?) {}
+}

@@ -1,0 +1,233 @@
+import BleDBus
+import Foundation
+
+/// Everything that can go wrong in BleKit's central role, as cases a caller can switch on.
+/// Each `description` says what happened and what to do.
+public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
+    // MARK: org.bluez.Error.*
+    /// `org.bluez.Error.Failed` with a message that is neither a connection reason nor an ATT error.
+    case failed(String)
+    /// `org.bluez.Error.InProgress`: another operation of the same kind is pending in bluetoothd.
+    case inProgress
+    /// `org.bluez.Error.NotReady`: the adapter is off or rfkill-blocked.
+    case notReady
+    /// `org.bluez.Error.NotAuthorized`
+    case notAuthorized(String)
+    /// `org.bluez.Error.NotPermitted` (e.g. "Read not permitted", "Notify acquired").
+    case notPermitted(String)
+    /// `org.bluez.Error.NotSupported`
+    case notSupported
+    /// `org.bluez.Error.InvalidArguments` (e.g. "Invalid Length", "Invalid offset").
+    case invalidArguments(String)
+    /// `org.bluez.Error.InvalidValueLength`
+    case invalidValueLength
+    /// `org.bluez.Error.InvalidOffset`
+    case invalidOffset
+    /// `org.bluez.Error.AlreadyConnected`
+    case alreadyConnected
+    /// `org.bluez.Error.NotConnected`, or `Failed "Not connected"`.
+    case notConnected
+    /// `org.bluez.Error.AlreadyExists`
+    case alreadyExists
+    /// `org.bluez.Error.DoesNotExist`
+    case doesNotExist
+    /// `org.bluez.Error.AuthenticationFailed`
+    case authenticationFailed
+    /// `org.bluez.Error.AuthenticationCanceled`
+    case authenticationCanceled
+    /// `org.bluez.Error.AuthenticationRejected`
+    case authenticationRejected
+    /// `org.bluez.Error.AuthenticationTimeout`
+    case authenticationTimeout
+    /// `org.bluez.Error.ConnectionAttemptFailed`
+    case connectionAttemptFailed
+    /// `org.bluez.Error.NotAvailable`
+    case notAvailable
+    /// `org.bluez.Error.Busy` (5.66 sends it with an empty message for a racing `Set Powered`).
+    case busy
+    /// `org.bluez.Error.ImproperlyConfigured`
+    case improperlyConfigured
+    /// `org.bluez.Error.BREDR.ProfileUnavailable`
+    case profileUnavailable
+    /// Another `org.bluez.Error.*` name this version of BleKit does not know.
+    case bluez(name: String, message: String)
+
+    // MARK: Connection and ATT
+    /// `Failed "le-connection-…"` / `"br-connection-…"`: why bluetoothd could not connect.
+    case connectionFailed(ConnectionFailureReason)
+    /// `Failed "Operation failed with ATT error: 0x.."` or an ATT-derived BlueZ error: the peripheral refused.
+    case att(AttError)
+
+    // MARK: D-Bus
+    /// The system bus cannot be reached.
+    case noBus(String)
+    /// The D-Bus policy refuses this process access to bluetoothd.
+    case accessDenied(String)
+    /// bluetoothd is not on the bus (`ServiceUnknown`, or activation failed).
+    case serviceUnknown(String)
+    /// No answer before the operation's deadline (bleak #691: BlueZ may never answer).
+    case timeout(operation: String)
+    /// Any other D-Bus failure.
+    case dbus(String)
+
+    // MARK: BleKit
+    /// The link dropped (or `cancelPeripheralConnection` was called) while the operation was pending.
+    case disconnected
+    /// BlueZ no longer knows the device: unpaired devices expire TemporaryTimeout after their last
+    /// advertisement (bleak #1176), which ends in `UnknownObject`.
+    case deviceGone(address: String)
+    /// `connect` did not complete within its timeout; BleKit called Disconnect to cancel it.
+    case connectionTimeout
+    /// bluetoothd left the bus (restart, crash); pending work was abandoned.
+    case bluetoothRestarted
+    /// The adapter is not powered or not present.
+    case poweredOff
+    /// A service the caller needs is not in the resolved GATT tree.
+    case serviceNotFound(BluetoothUUID)
+    /// The object (service, characteristic, descriptor) is no longer exported by BlueZ.
+    case attributeGone
+    /// The peripheral is not connected, so the operation was not sent.
+    case peripheralNotConnected
+    /// The characteristic does not support what was asked (e.g. notify without the notify flag).
+    case operationNotSupported(String)
+    /// The manager was released or the operation was superseded.
+    case cancelled
+
+    /// Maps a D-Bus failure from a BlueZ call. `address` names the device for `deviceGone`.
+    static func from(_ error: DBusError, operation: String, address: String? = nil) -> BleError {
+        switch error {
+        case .remote(let name, let message):
+            return fromRemote(name: name, message: message, address: address)
+        case .timeout:
+            return .timeout(operation: operation)
+        case .disconnected:
+            return .noBus("the D-Bus connection closed")
+        case .cannotConnect(_, let detail):
+            return .noBus(detail)
+        case .noSessionBus:
+            return .noBus(error.description)
+        case .cancelled:
+            return .cancelled
+        default:
+            return .dbus(error.description)
+        }
+    }
+
+    /// Maps a D-Bus error reply by name.
+    static func fromRemote(name: String, message: String, address: String? = nil) -> BleError {
+        let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let att = AttError.parse(text) { return .att(att) }
+        switch name {
+        case "org.bluez.Error.Failed":
+            if let parsed = ConnectionFailureReason.parse(text) { return .connectionFailed(parsed.reason) }
+            if text == "Not connected" { return .notConnected }
+            return .failed(text)
+        case "org.bluez.Error.InProgress": return .inProgress
+        case "org.bluez.Error.NotReady": return .notReady
+        case "org.bluez.Error.NotAuthorized": return .notAuthorized(text)
+        case "org.bluez.Error.NotPermitted":
+            switch text {
+            case "Read not permitted": return .att(.readNotPermitted)
+            case "Write not permitted": return .att(.writeNotPermitted)
+            default: return .notPermitted(text)
+            }
+        case "org.bluez.Error.NotSupported": return .notSupported
+        case "org.bluez.Error.InvalidArguments":
+            switch text {
+            case "Invalid Length": return .att(.invalidAttributeValueLength)
+            case "Invalid offset": return .att(.invalidOffset)
+            default: return .invalidArguments(text)
+            }
+        case "org.bluez.Error.InvalidValueLength": return .invalidValueLength
+        case "org.bluez.Error.InvalidOffset": return .invalidOffset
+        case "org.bluez.Error.AlreadyConnected": return .alreadyConnected
+        case "org.bluez.Error.NotConnected": return .notConnected
+        case "org.bluez.Error.AlreadyExists": return .alreadyExists
+        case "org.bluez.Error.DoesNotExist": return .doesNotExist
+        case "org.bluez.Error.AuthenticationFailed": return .authenticationFailed
+        case "org.bluez.Error.AuthenticationCanceled": return .authenticationCanceled
+        case "org.bluez.Error.AuthenticationRejected": return .authenticationRejected
+        case "org.bluez.Error.AuthenticationTimeout": return .authenticationTimeout
+        case "org.bluez.Error.ConnectionAttemptFailed": return .connectionAttemptFailed
+        case "org.bluez.Error.NotAvailable": return .notAvailable
+        case "org.bluez.Error.Busy": return .busy
+        case "org.bluez.Error.ImproperlyConfigured": return .improperlyConfigured
+        case "org.bluez.Error.BREDR.ProfileUnavailable": return .profileUnavailable
+        case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod":
+            // A removed device's path answers UnknownObject (observed, with a trailing newline).
+            if let address { return .deviceGone(address: address) }
+            return .attributeGone
+        case "org.freedesktop.DBus.Error.AccessDenied": return .accessDenied(text)
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
+             "org.freedesktop.DBus.Error.Spawn.ChildExited":
+            // Without systemd, a call to an unowned org.bluez tries D-Bus activation and fails
+            // with Spawn.ChildExited (observed), not ServiceUnknown.
+            return .serviceUnknown(text)
+        case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.TimedOut":
+            return .timeout(operation: text)
+        default:
+            if name.hasPrefix("org.bluez.Error.") { return .bluez(name: name, message: text) }
+            return .dbus(text.isEmpty ? name : "\(name): \(text)")
+        }
+    }
+
+    /// True for errors worth retrying the same request after a pause.
+    public var isTransient: Bool {
+        switch self {
+        case .inProgress, .busy: return true
+        case .connectionFailed(let reason): return reason.isTransient
+        default: return false
+        }
+    }
+
+    /// What happened and what to do.
+    public var description: String {
+        switch self {
+        case .failed(let text): return "BlueZ reported a failure (\(text)). Retry; if it persists, check `journalctl -u bluetooth`."
+        case .inProgress: return "BlueZ is still busy with an earlier request of this kind (InProgress). Wait for it to end, or disconnect and retry."
+        case .notReady: return "The Bluetooth adapter is not ready (powered off or rfkill-blocked). Power it on (`bluetoothctl power on`, `rfkill unblock bluetooth`)."
+        case .notAuthorized(let text): return "BlueZ refused: not authorized (\(text)). Pair with the device or run with the needed permissions."
+        case .notPermitted(let text): return "BlueZ does not permit this (\(text)). Release the acquired socket or use another operation."
+        case .notSupported: return "The device or BlueZ does not support this operation; check the characteristic's properties."
+        case .invalidArguments(let text): return "BlueZ rejected the arguments (\(text)). Check value length and offset."
+        case .invalidValueLength: return "The value has an invalid length for this attribute; send fewer bytes."
+        case .invalidOffset: return "The offset is beyond the attribute's value."
+        case .alreadyConnected: return "The device is already connected."
+        case .notConnected: return "The device is not connected; connect it first."
+        case .alreadyExists: return "It already exists (e.g. the device is already paired)."
+        case .doesNotExist: return "BlueZ does not know it (e.g. no such device or pairing)."
+        case .authenticationFailed: return "Authentication failed. Register a pairing agent, or remove the bond on both sides and pair again."
+        case .authenticationCanceled: return "Authentication was cancelled."
+        case .authenticationRejected: return "The device rejected authentication."
+        case .authenticationTimeout: return "Authentication timed out; keep the device close and awake, then retry."
+        case .connectionAttemptFailed: return "The connection attempt failed; make sure the device is advertising and retry."
+        case .notAvailable: return "Not available on this adapter or device."
+        case .busy: return "BlueZ is busy with a conflicting request (e.g. another power change). Retry shortly."
+        case .improperlyConfigured: return "The attribute is improperly configured on the peripheral (e.g. CCCD missing)."
+        case .profileUnavailable: return "The BR/EDR profile is unavailable on this device."
+        case .bluez(let name, let message): return "BlueZ error \(name): \(message)"
+        case .connectionFailed(let reason):
+            switch reason {
+            case .abortByLocal: return "The connection was aborted locally (le-connection-abort-by-local), often radio interference or a device that stopped advertising. Retry; move the device closer."
+            case .canceled: return "The connection attempt was cancelled."
+            default: return "The connection failed (\(reason.rawValue)). \(reason.isTransient ? "Retry after a pause." : "Check the device and adapter.")"
+            }
+        case .att(let att): return "The peripheral answered with an ATT error: \(att). Check permissions (pairing/encryption) and value length."
+        case .noBus(let detail): return "Cannot reach the D-Bus system bus (\(detail)). Check that dbus-daemon runs and DBUS_SYSTEM_BUS_ADDRESS points to it."
+        case .accessDenied(let detail): return "The D-Bus policy denies this user access to bluetoothd (\(detail)). Add the user to the 'bluetooth' group (`sudo usermod -aG bluetooth $USER`, then log in again) or allow it in /etc/dbus-1/system.d/bluetooth.conf."
+        case .serviceUnknown(let detail): return "bluetoothd is not running on the bus (\(detail)). Start it: `sudo systemctl start bluetooth`."
+        case .timeout(let operation): return "No answer to \(operation) before its deadline; the device or BlueZ is stuck. Retry, or disconnect and reconnect."
+        case .dbus(let detail): return "D-Bus failure: \(detail)"
+        case .disconnected: return "The peripheral disconnected before the operation finished. Reconnect and retry."
+        case .deviceGone(let address): return "Device \(address) was not found: BlueZ removed it, probably TemporaryTimeout after scanning stopped. Scan again, then connect promptly."
+        case .connectionTimeout: return "The connection did not complete in time (the attempt was cancelled). Make sure the device advertises and is in range, then retry."
+        case .bluetoothRestarted: return "bluetoothd stopped or restarted; the operation was abandoned. BleKit reconnects to the new daemon automatically; retry when the state is poweredOn."
+        case .poweredOff: return "The Bluetooth adapter is off or absent. Power it on and wait for state poweredOn."
+        case .serviceNotFound(let uuid): return "Service \(uuid) is not in the device's GATT database. Check the UUID, or remove the device to clear BlueZ's GATT cache."
+        case .attributeGone: return "The attribute is no longer exported by BlueZ (the device's GATT tree changed or it disconnected). Discover services again."
+        case .peripheralNotConnected: return "The peripheral is not connected; connect it before using its attributes."
+        case .operationNotSupported(let text): return "Not supported by this attribute: \(text)."
+        case .cancelled: return "The operation was cancelled."
+        }
+    }
+}

@@ -1,0 +1,22 @@
+import BleDBus
+import Foundation
+
+/// A GATT descriptor (BlueZ `GattDescriptor1`), as CoreBluetooth's `CBDescriptor`.
+public final class Descriptor: @unchecked Sendable {
+    /// The descriptor UUID (0x2902 is the CCCD, which BlueZ manages itself: use `setNotifyValue`).
+    public let uuid: BluetoothUUID
+    let path: ObjectPath
+    @BleLoop weak var owner: Characteristic?
+    @BleLoop var cachedValue: Data?
+
+    @BleLoop init(path: ObjectPath, uuid: BluetoothUUID, owner: Characteristic) {
+        self.path = path
+        self.uuid = uuid
+        self.owner = owner
+    }
+
+    /// The characteristic it belongs to.
+    public var characteristic: Characteristic? { LoopBridge.sync { self.owner } }
+    /// The last value read.
+    public var value: Data? { LoopBridge.sync { self.cachedValue } }
+}

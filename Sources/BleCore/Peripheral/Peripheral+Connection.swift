@@ -1,0 +1,184 @@
+import BleDBus
+
+extension Peripheral {
+    @BleLoop func beginConnect() {
+        guard let manager else { return }
+        if currentState == .connected { return emitCentral { $0.centralManager($1, didConnect: self) } }
+        guard attempt == nil else { return }
+        let attempt = ConnectAttempt(retriesLeft: max(0, manager.options.connectRetries))
+        self.attempt = attempt
+        currentState = .connecting
+        attempt.deadline = LoopTimer.scheduled(after: manager.options.connectTimeout) { [weak self, weak attempt] in
+            guard let self, let attempt, !attempt.finished else { return }
+            // Disconnect also cancels a pending Connect; without it the next attempt gets InProgress.
+            attempt.cancelling = true
+            self.manager?.callBlueZ(self.devicePath, BlueZ.device, "Disconnect") { _ in }
+            self.finishAttempt(attempt, .failure(.connectionTimeout))
+        }
+        sendConnect(attempt)
+    }
+
+    @BleLoop private func sendConnect(_ attempt: ConnectAttempt) {
+        guard let manager, !attempt.finished else { return }
+        attempt.attemptNumber += 1
+        attempt.linkUp = false
+        attempt.retryWhenDown = false
+        BleLog.info("connecting \(address) (attempt \(attempt.attemptNumber))")
+        manager.callBlueZ(devicePath, BlueZ.device, "Connect", timeout: manager.options.connectTimeout + .seconds(5),
+                          address: address) { [weak self] result in
+            guard let self, !attempt.finished, self.attempt === attempt else { return }
+            switch result {
+            case .success:
+                attempt.linkUp = true
+                self.checkReady()
+            case .failure(let error):
+                self.connectFailed(attempt, error)
+            }
+        }
+    }
+
+    @BleLoop private func connectFailed(_ attempt: ConnectAttempt, _ error: BleError) {
+        if attempt.cancelling { return }
+        let transient: Bool
+        switch error {
+        case .inProgress, .connectionFailed(.abortByLocal), .busy: transient = true
+        default: transient = false
+        }
+        guard transient, attempt.retriesLeft > 0, let manager else {
+            return finishAttempt(attempt, .failure(error))
+        }
+        attempt.retriesLeft -= 1
+        if case .inProgress = error {
+            // A connect is stuck in bluetoothd (device.c returns InProgress while pending):
+            // cancel it with Disconnect, back off, retry (bleak #1689).
+            manager.callBlueZ(devicePath, BlueZ.device, "Disconnect") { _ in }
+            let used = manager.options.connectRetries - attempt.retriesLeft
+            let pause = manager.options.retryBackoff * (1 << min(used - 1, 5))
+            BleLog.warning("Connect \(address): InProgress; retrying in \(pause)")
+            attempt.backoff = LoopTimer.scheduled(after: pause) { [weak self, weak attempt] in
+                guard let self, let attempt else { return }
+                self.sendConnect(attempt)
+            }
+        } else if deviceProperties?.bool("Connected") == true {
+            // abort-by-local: the link was up for a moment; retry once Connected=false arrives.
+            BleLog.warning("Connect \(address): \(error); retrying after Connected=false")
+            attempt.retryWhenDown = true
+        } else {
+            BleLog.warning("Connect \(address): \(error); retrying")
+            sendConnect(attempt)
+        }
+    }
+
+    /// Ready = Connected, ServicesResolved, and GATT objects exported (ServicesResolved can come
+    /// before the objects, bluez #1489 / observed with Pair), or the grace period over.
+    @BleLoop func checkReady() {
+        guard let attempt, !attempt.finished, let manager, let properties = deviceProperties else { return }
+        let connected = properties.bool("Connected") == true
+        if attempt.retryWhenDown {
+            if !connected { sendConnect(attempt) }
+            return
+        }
+        guard attempt.linkUp || connected else { return }
+        guard connected, properties.bool("ServicesResolved") == true else { return }
+        let hasObjects = !(cache?.children(of: devicePath, with: BlueZ.gattService).isEmpty ?? true)
+        if hasObjects || attempt.graceExpired {
+            return finishAttempt(attempt, .success(()))
+        }
+        if attempt.graceTimer == nil {
+            BleLog.debug("\(address): ServicesResolved before any GATT object; waiting for InterfacesAdded")
+            attempt.graceTimer = LoopTimer.scheduled(after: manager.options.servicesResolvedGrace) { [weak self, weak attempt] in
+                guard let self, let attempt else { return }
+                attempt.graceExpired = true
+                self.checkReady()
+            }
+        }
+    }
+
+    @BleLoop func finishAttempt(_ attempt: ConnectAttempt, _ result: Result<Void, BleError>) {
+        guard !attempt.finished else { return }
+        attempt.finished = true
+        attempt.cancelTimers()
+        if self.attempt === attempt { self.attempt = nil }
+        switch result {
+        case .success:
+            currentState = .connected
+            BleLog.info("connected \(address)")
+            emitCentral { $0.centralManager($1, didConnect: self) }
+        case .failure(let error):
+            currentState = .disconnected
+            BleLog.info("connect \(address) failed: \(error)")
+            emitCentral { $0.centralManager($1, didFailToConnect: self, error: error) }
+        }
+    }
+
+    /// `Connected=false` or `ServicesResolved=false` from BlueZ.
+    @BleLoop func linkWentDown() {
+        if let attempt {
+            if attempt.retryWhenDown { return }
+            if attempt.linkUp || deviceProperties?.bool("ServicesResolved") == false && deviceProperties?.bool("Connected") == false {
+                // Lost while discovering services: an abort-by-local in disguise; retry if allowed.
+                if attempt.linkUp, attempt.retriesLeft > 0 {
+                    attempt.retriesLeft -= 1
+                    attempt.linkUp = false
+                    if deviceProperties?.bool("Connected") == false { sendConnect(attempt) } else { attempt.retryWhenDown = true }
+                    return
+                }
+                if attempt.linkUp { finishAttempt(attempt, .failure(.disconnected)) }
+            }
+            return
+        }
+        switch currentState {
+        case .connected:
+            linkLost(error: .disconnected, report: true)
+        case .disconnecting:
+            if deviceProperties?.bool("Connected") == false { linkLost(error: nil, report: true) }
+        default:
+            break
+        }
+    }
+
+    /// The link is gone: every pending operation fails at once, notify state resets, and the
+    /// delegates hear `didDisconnectPeripheral` (or `didFailToConnect` for a pending connect).
+    @BleLoop func linkLost(error: BleError?, report: Bool) {
+        if let attempt {
+            finishAttempt(attempt, .failure(error ?? .cancelled))
+        }
+        let wasUp = currentState == .connected || currentState == .disconnecting
+        currentState = .disconnected
+        operations.failAll(with: error ?? .disconnected)
+        failServiceWaits(error ?? .disconnected)
+        for characteristic in characteristicsByPath.values { teardownCharacteristic(characteristic, releaseSession: error != .bluetoothRestarted) }
+        if report, wasUp {
+            BleLog.info("disconnected \(address)\(error.map { ": \($0)" } ?? "")")
+            emitCentral { $0.centralManager($1, didDisconnectPeripheral: self, error: error) }
+        }
+        if !wasReadyToWrite {
+            wasReadyToWrite = true
+        }
+    }
+
+    @BleLoop func cancelConnection() {
+        guard let manager else { return }
+        if let attempt {
+            attempt.cancelling = true
+            manager.callBlueZ(devicePath, BlueZ.device, "Disconnect") { _ in }
+            return finishAttempt(attempt, .failure(.cancelled))
+        }
+        guard currentState == .connected else { return }
+        currentState = .disconnecting
+        // The user asked: pending operations end now, not after bluetoothd's ~2 s Disconnect.
+        operations.failAll(with: .disconnected)
+        failServiceWaits(.disconnected)
+        manager.callBlueZ(devicePath, BlueZ.device, "Disconnect", address: address) { [weak self] result in
+            guard let self, self.currentState == .disconnecting else { return }
+            switch result {
+            case .success, .failure(.notConnected):
+                // The reply comes between ServicesResolved=false and Connected=false (observed).
+                if self.deviceProperties?.bool("Connected") != true { self.linkLost(error: nil, report: true) }
+            case .failure(let error):
+                BleLog.warning("Disconnect \(self.address) failed: \(error)")
+                self.linkLost(error: nil, report: true)
+            }
+        }
+    }
+}

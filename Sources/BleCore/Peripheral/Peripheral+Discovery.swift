@@ -1,0 +1,123 @@
+import BleDBus
+import Foundation
+
+/// A `discoverServices` call waiting for services BlueZ has not exported yet.
+@BleLoop
+final class ServiceWait {
+    let wanted: [BluetoothUUID]
+    var timer: LoopTimer?
+    init(wanted: [BluetoothUUID]) { self.wanted = wanted }
+}
+
+extension Peripheral {
+    /// Services from the cache (handles kept for objects seen before).
+    @BleLoop func currentServices() -> [Service] {
+        guard let cache else { return [] }
+        return cache.children(of: devicePath, with: BlueZ.gattService).compactMap { path in
+            if let known = servicesByPath[path] { return known }
+            guard let properties = cache.properties(path, BlueZ.gattService),
+                  let uuid = properties.string("UUID").flatMap(BluetoothUUID.init) else { return nil }
+            let service = Service(path: path, uuid: uuid, isPrimary: properties.bool("Primary") ?? true, owner: self)
+            servicesByPath[path] = service
+            return service
+        }
+    }
+
+    @BleLoop func performDiscoverServices(_ uuids: [BluetoothUUID]?) {
+        guard isLinkUp, let manager else {
+            return emit { $0.peripheral(self, didDiscoverServices: BleError.peripheralNotConnected) }
+        }
+        let wanted = uuids ?? []
+        if missingServices(wanted).isEmpty { return completeServiceDiscovery(wanted, error: nil) }
+        // ServicesResolved can precede the objects' InterfacesAdded (bluez #1489): wait briefly.
+        let wait = ServiceWait(wanted: wanted)
+        serviceWaits.append(wait)
+        wait.timer = LoopTimer.scheduled(after: manager.options.servicesResolvedGrace) { [weak self, weak wait] in
+            guard let self, let wait, self.serviceWaits.contains(where: { $0 === wait }) else { return }
+            self.serviceWaits.removeAll { $0 === wait }
+            let missing = self.missingServices(wait.wanted)
+            self.completeServiceDiscovery(wait.wanted, error: missing.first.map { BleError.serviceNotFound($0) })
+        }
+    }
+
+    @BleLoop private func missingServices(_ wanted: [BluetoothUUID]) -> [BluetoothUUID] {
+        let present = Set(currentServices().map(\.uuid))
+        return wanted.filter { !present.contains($0) }
+    }
+
+    @BleLoop private func completeServiceDiscovery(_ wanted: [BluetoothUUID], error: BleError?) {
+        let all = currentServices()
+        resolvedServices = wanted.isEmpty ? all : all.filter { wanted.contains($0.uuid) }
+        emit { $0.peripheral(self, didDiscoverServices: error) }
+    }
+
+    @BleLoop func recheckServiceWaits() {
+        for wait in serviceWaits where missingServices(wait.wanted).isEmpty {
+            wait.timer?.cancel()
+            serviceWaits.removeAll { $0 === wait }
+            completeServiceDiscovery(wait.wanted, error: nil)
+        }
+    }
+
+    @BleLoop func failServiceWaits(_ error: BleError) {
+        let waits = serviceWaits
+        serviceWaits.removeAll()
+        for wait in waits {
+            wait.timer?.cancel()
+            emit { $0.peripheral(self, didDiscoverServices: error) }
+        }
+    }
+
+    @BleLoop func characteristics(of service: Service) -> [Characteristic] {
+        guard let cache else { return [] }
+        return cache.children(of: service.path, with: BlueZ.gattCharacteristic).compactMap { path in
+            if let known = characteristicsByPath[path] { return known }
+            guard let properties = cache.properties(path, BlueZ.gattCharacteristic),
+                  let uuid = properties.string("UUID").flatMap(BluetoothUUID.init) else { return nil }
+            let characteristic = Characteristic(path: path, uuid: uuid,
+                                                properties: CharacteristicProperties(bluezFlags: properties.strings("Flags") ?? []),
+                                                offersAcquireNotify: properties["NotifyAcquired"] != nil,
+                                                offersAcquireWrite: properties["WriteAcquired"] != nil, service: service)
+            characteristic.cachedValue = properties.bytes("Value").map { Data($0) }
+            characteristicsByPath[path] = characteristic
+            return characteristic
+        }
+    }
+
+    @BleLoop func performDiscoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service) {
+        guard isLinkUp else {
+            return emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: BleError.peripheralNotConnected) }
+        }
+        guard servicesByPath[service.path] === service else {
+            return emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: BleError.attributeGone) }
+        }
+        let all = characteristics(of: service)
+        service.discoveredCharacteristics = uuids.map { wanted in all.filter { wanted.contains($0.uuid) } } ?? all
+        emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: nil) }
+    }
+
+    @BleLoop func performDiscoverDescriptors(for characteristic: Characteristic) {
+        guard isLinkUp else {
+            return emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.peripheralNotConnected) }
+        }
+        guard let cache, characteristicsByPath[characteristic.path] === characteristic else {
+            return emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.attributeGone) }
+        }
+        characteristic.discoveredDescriptors = cache.children(of: characteristic.path, with: BlueZ.gattDescriptor).compactMap { path in
+            if let known = descriptorsByPath[path] { return known }
+            guard let uuid = cache.properties(path, BlueZ.gattDescriptor)?.string("UUID").flatMap(BluetoothUUID.init) else { return nil }
+            let descriptor = Descriptor(path: path, uuid: uuid, owner: characteristic)
+            descriptorsByPath[path] = descriptor
+            return descriptor
+        }
+        emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: nil) }
+    }
+
+    @BleLoop func performReadRSSI() {
+        if let rssi = deviceProperties?["RSSI"]?.as(Int16.self) {
+            emit { $0.peripheral(self, didReadRSSI: Int(rssi), error: nil) }
+        } else {
+            emit { $0.peripheral(self, didReadRSSI: 0, error: BleError.notAvailable) }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+import BleDBus
+import Foundation
+
+extension Peripheral {
+    @BleLoop func known(_ characteristic: Characteristic) -> Bool { characteristicsByPath[characteristic.path] === characteristic }
+
+    // MARK: Characteristic read
+
+    @BleLoop func performRead(_ characteristic: Characteristic) {
+        guard known(characteristic) else {
+            return emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: BleError.attributeGone) }
+        }
+        run("ReadValue", on: characteristic.path, start: { [weak self] operation in
+            guard let self else { return }
+            characteristic.readsAwaitingSignal += 1
+            self.call(operation, characteristic.path, BlueZ.gattCharacteristic, "ReadValue", [BlueZShapes.propertyDictionary([])]) { body in
+                body.first?.as(Data.self)
+            }
+        }, completion: { [weak self] result in
+            guard let self else { return }
+            // The reply ends the read; its PropertiesChanged(Value), if any, came before it.
+            if characteristic.readsAwaitingSignal > 0 { characteristic.readsAwaitingSignal -= 1 }
+            switch result {
+            case .success(let data):
+                characteristic.cachedValue = data ?? Data()
+                self.emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: nil) }
+            case .failure(let error):
+                self.emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: error) }
+            }
+        })
+    }
+
+    // MARK: Descriptor read / write
+
+    @BleLoop func performRead(_ descriptor: Descriptor) {
+        guard descriptorsByPath[descriptor.path] === descriptor else {
+            return emit { $0.peripheral(self, didUpdateValueFor: descriptor, error: BleError.attributeGone) }
+        }
+        run("ReadValue", on: descriptor.path, start: { [weak self] operation in
+            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [BlueZShapes.propertyDictionary([])]) { body in
+                body.first?.as(Data.self)
+            }
+        }, completion: { [weak self] result in
+            guard let self else { return }
+            if case .success(let data) = result { descriptor.cachedValue = data ?? Data() }
+            let error = result.failureValue
+            self.emit { $0.peripheral(self, didUpdateValueFor: descriptor, error: error) }
+        })
+    }
+
+    @BleLoop func performWrite(_ data: Data, _ descriptor: Descriptor) {
+        guard descriptorsByPath[descriptor.path] === descriptor else {
+            return emit { $0.peripheral(self, didWriteValueFor: descriptor, error: BleError.attributeGone) }
+        }
+        run("WriteValue", on: descriptor.path, start: { [weak self] operation in
+            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "WriteValue", [.bytes(data), BlueZShapes.propertyDictionary([])])
+        }, completion: { [weak self] result in
+            guard let self else { return }
+            let error = result.failureValue
+            self.emit { $0.peripheral(self, didWriteValueFor: descriptor, error: error) }
+        })
+    }
+
+    // MARK: Characteristic write
+
+    @BleLoop func performWrite(_ data: Data, _ characteristic: Characteristic, _ type: CharacteristicWriteType) {
+        guard known(characteristic) else {
+            if type != .withoutResponse {
+                emit { $0.peripheral(self, didWriteValueFor: characteristic, error: BleError.attributeGone) }
+            }
+            return
+        }
+        if type == .withoutResponse { return writeWithoutResponse(data, characteristic) }
+        let kind = type == .reliable ? "reliable" : "request"
+        run("WriteValue", on: characteristic.path, start: { [weak self] operation in
+            self?.call(operation, characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
+                       [.bytes(data), BlueZShapes.propertyDictionary([("type", .string(kind))])])
+        }, completion: { [weak self] result in
+            guard let self else { return }
+            let error = result.failureValue
+            self.emit { $0.peripheral(self, didWriteValueFor: characteristic, error: error) }
+        })
+    }
+
+    // MARK: Write without response, with flow control
+
+    @BleLoop var hasWriteBacklog: Bool { characteristicsByPath.values.contains { $0.writer.isBusy } }
+
+    /// Queues `data` and pumps: bluetoothd answers `type=command` as soon as it queued the PDU,
+    /// so without flow control it buffers without bound (ble-serial #89). BleKit writes to the
+    /// `AcquireWrite` socket (EAGAIN = not ready) or keeps one command in flight.
+    @BleLoop func writeWithoutResponse(_ data: Data, _ characteristic: Characteristic) {
+        guard isLinkUp else { return }
+        characteristic.writer.backlog.append(data)
+        if case .idle = characteristic.writer.mode {
+            if characteristic.offersAcquireWrite {
+                acquireWrite(characteristic)
+            } else {
+                characteristic.writer.mode = .commands
+            }
+        }
+        pump(characteristic)
+    }
+
+    @BleLoop private func acquireWrite(_ characteristic: Characteristic) {
+        guard let manager else { return }
+        characteristic.writer.mode = .acquiring
+        manager.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [BlueZShapes.propertyDictionary([])]) {
+            [weak self] result in
+            guard let self, case .acquiring = characteristic.writer.mode else { return }
+            if case .success(let body) = result, case .unixFD(let handle)? = body.first, let descriptor = handle.take() {
+                characteristic.writer.mode = .acquired(descriptor: descriptor)
+            } else {
+                BleLog.debug("AcquireWrite unavailable on \(characteristic.path); pacing command writes")
+                characteristic.writer.mode = .commands
+            }
+            self.pump(characteristic)
+        }
+    }
+
+    @BleLoop func pump(_ characteristic: Characteristic) {
+        switch characteristic.writer.mode {
+        case .idle, .acquiring:
+            break
+        case .acquired(let descriptor):
+            while let packet = characteristic.writer.backlog.first {
+                let sent = packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                if sent >= 0 {
+                    characteristic.writer.backlog.removeFirst()
+                    continue
+                }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    // The socket is full: not ready until it drains.
+                    if characteristic.writer.writableWatch == nil {
+                        characteristic.writer.writableWatch = FileDescriptorWatch(descriptor: descriptor, events: .writable) {
+                            [weak self, weak characteristic] events in
+                            guard let self, let characteristic else { return }
+                            characteristic.writer.writableWatch?.cancel()
+                            characteristic.writer.writableWatch = nil
+                            if events.contains(.hangUp) || events.contains(.error) { return self.writeSocketClosed(characteristic) }
+                            self.pump(characteristic)
+                        }
+                    }
+                    return
+                }
+                // EPIPE and friends: bluetoothd closed it (disconnect); fall back to commands.
+                writeSocketClosed(characteristic)
+                return
+            }
+        case .commands:
+            guard !characteristic.writer.commandInFlight, let packet = characteristic.writer.backlog.first, let manager else { break }
+            characteristic.writer.backlog.removeFirst()
+            characteristic.writer.commandInFlight = true
+            manager.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
+                              [.bytes(packet), BlueZShapes.propertyDictionary([("type", .string("command"))])]) { [weak self] result in
+                guard let self else { return }
+                characteristic.writer.commandInFlight = false
+                if case .failure(let error) = result { BleLog.warning("write without response on \(characteristic.path) failed: \(error)") }
+                self.pump(characteristic)
+            }
+            return
+        }
+        noteWriteReadiness()
+    }
+
+    @BleLoop private func writeSocketClosed(_ characteristic: Characteristic) {
+        if case .acquired(let descriptor) = characteristic.writer.mode { Glibc.close(descriptor) }
+        characteristic.writer.writableWatch?.cancel()
+        characteristic.writer.writableWatch = nil
+        characteristic.writer.mode = isLinkUp ? .commands : .idle
+        if isLinkUp { pump(characteristic) } else { characteristic.writer.backlog.removeAll() }
+    }
+
+    @BleLoop func noteWriteReadiness() {
+        let ready = !hasWriteBacklog
+        if ready, !wasReadyToWrite {
+            wasReadyToWrite = true
+            emit { $0.peripheralIsReady(toSendWriteWithoutResponse: self) }
+        } else if !ready {
+            wasReadyToWrite = false
+        }
+    }
+}
+
+extension Result {
+    var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

@@ -1,0 +1,24 @@
+import BleDBus
+
+/// A GATT service of a peripheral (BlueZ `GattService1`), as CoreBluetooth's `CBService`.
+public final class Service: @unchecked Sendable {
+    /// The service UUID.
+    public let uuid: BluetoothUUID
+    /// Whether it is a primary service.
+    public let isPrimary: Bool
+    let path: ObjectPath
+    @BleLoop weak var owner: Peripheral?
+    @BleLoop var discoveredCharacteristics: [Characteristic]?
+
+    @BleLoop init(path: ObjectPath, uuid: BluetoothUUID, isPrimary: Bool, owner: Peripheral) {
+        self.path = path
+        self.uuid = uuid
+        self.isPrimary = isPrimary
+        self.owner = owner
+    }
+
+    /// The peripheral it belongs to (nil once that was released).
+    public var peripheral: Peripheral? { LoopBridge.sync { self.owner } }
+    /// The characteristics found by `discoverCharacteristics`, nil before.
+    public var characteristics: [Characteristic]? { LoopBridge.sync { self.discoveredCharacteristics } }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// What a peripheral advertised, gathered from BlueZ's `Device1` properties.
+///
+/// BlueZ merges ADV_IND and SCAN_RSP and keeps the latest values per device, so this is the
+/// device's current advertised state rather than one raw packet.
+public struct AdvertisementData: Sendable, Equatable {
+    /// The advertised (or GAP) name.
+    public var localName: String?
+    /// Manufacturer data by 16-bit company identifier.
+    public var manufacturerData: [UInt16: Data]
+    /// Service data by service UUID.
+    public var serviceData: [BluetoothUUID: Data]
+    /// Advertised service UUIDs.
+    public var serviceUUIDs: [BluetoothUUID]
+    /// The advertised TX power level, when present.
+    public var txPowerLevel: Int?
+    /// Whether the peripheral accepts connections. BlueZ 5.66 does not export this flag; a
+    /// device object exists for connectable advertisers unless a discovery filter is set, so
+    /// BleKit reports true unless BlueZ says otherwise.
+    public var isConnectable: Bool
+
+    /// Advertisement data with the given fields.
+    public init(localName: String? = nil, manufacturerData: [UInt16: Data] = [:], serviceData: [BluetoothUUID: Data] = [:],
+                serviceUUIDs: [BluetoothUUID] = [], txPowerLevel: Int? = nil, isConnectable: Bool = true) {
+        self.localName = localName
+        self.manufacturerData = manufacturerData
+        self.serviceData = serviceData
+        self.serviceUUIDs = serviceUUIDs
+        self.txPowerLevel = txPowerLevel
+        self.isConnectable = isConnectable
+    }
+
+    /// CoreBluetooth's dictionary form, keyed by the `CBAdvertisementData…Key` constants.
+    /// Manufacturer data is given as CoreBluetooth does: the company id little-endian, then the bytes
+    /// (the first company in ascending order).
+    public var dictionary: [String: Any] {
+        var result: [String: Any] = [CBAdvertisementDataIsConnectable: isConnectable]
+        if let localName { result[CBAdvertisementDataLocalNameKey] = localName }
+        if let (company, bytes) = manufacturerData.sorted(by: { $0.key < $1.key }).first {
+            result[CBAdvertisementDataManufacturerDataKey] = Data([UInt8(company & 0xff), UInt8(company >> 8)]) + bytes
+        }
+        if !serviceData.isEmpty { result[CBAdvertisementDataServiceDataKey] = serviceData }
+        if !serviceUUIDs.isEmpty { result[CBAdvertisementDataServiceUUIDsKey] = serviceUUIDs }
+        if let txPowerLevel { result[CBAdvertisementDataTxPowerLevelKey] = txPowerLevel }
+        return result
+    }
+}
+
+/// `CBAdvertisementDataLocalNameKey`
+public let CBAdvertisementDataLocalNameKey = "kCBAdvDataLocalName"
+/// `CBAdvertisementDataManufacturerDataKey`
+public let CBAdvertisementDataManufacturerDataKey = "kCBAdvDataManufacturerData"
+/// `CBAdvertisementDataServiceDataKey`
+public let CBAdvertisementDataServiceDataKey = "kCBAdvDataServiceData"
+/// `CBAdvertisementDataServiceUUIDsKey`
+public let CBAdvertisementDataServiceUUIDsKey = "kCBAdvDataServiceUUIDs"
+/// `CBAdvertisementDataTxPowerLevelKey`
+public let CBAdvertisementDataTxPowerLevelKey = "kCBAdvDataTxPowerLevel"
+/// `CBAdvertisementDataIsConnectable`
+public let CBAdvertisementDataIsConnectable = "kCBAdvDataIsConnectable"
+/// `CBCentralManagerScanOptionAllowDuplicatesKey`
+public let CBCentralManagerScanOptionAllowDuplicatesKey = "kCBScanOptionAllowDuplicates"
+/// `CBCentralManagerRestoredStatePeripheralsKey`
+public let CBCentralManagerRestoredStatePeripheralsKey = "kCBRestoredPeripherals"

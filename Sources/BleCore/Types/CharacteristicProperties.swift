@@ -1,0 +1,64 @@
+/// What a characteristic supports, as CoreBluetooth's `CBCharacteristicProperties`, read from
+/// BlueZ's `Flags` strings.
+public struct CharacteristicProperties: OptionSet, Sendable, Hashable {
+    /// The bits (CoreBluetooth's values).
+    public let rawValue: UInt
+    /// Properties from raw bits.
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+
+    /// `broadcast`
+    public static let broadcast = CharacteristicProperties(rawValue: 0x01)
+    /// `read`
+    public static let read = CharacteristicProperties(rawValue: 0x02)
+    /// `write-without-response`
+    public static let writeWithoutResponse = CharacteristicProperties(rawValue: 0x04)
+    /// `write`
+    public static let write = CharacteristicProperties(rawValue: 0x08)
+    /// `notify`
+    public static let notify = CharacteristicProperties(rawValue: 0x10)
+    /// `indicate`
+    public static let indicate = CharacteristicProperties(rawValue: 0x20)
+    /// `authenticated-signed-writes`
+    public static let authenticatedSignedWrites = CharacteristicProperties(rawValue: 0x40)
+    /// `extended-properties`
+    public static let extendedProperties = CharacteristicProperties(rawValue: 0x80)
+    /// `encrypt-*` / `secure-*` notify.
+    public static let notifyEncryptionRequired = CharacteristicProperties(rawValue: 0x100)
+    /// `encrypt-*` / `secure-*` indicate.
+    public static let indicateEncryptionRequired = CharacteristicProperties(rawValue: 0x200)
+    /// `reliable-write` (BlueZ-only flag; no CoreBluetooth equivalent).
+    public static let reliableWrite = CharacteristicProperties(rawValue: 0x1000)
+
+    /// Maps BlueZ `Flags` (`["read", "notify", …]`).
+    public init(bluezFlags flags: [String]) {
+        var result: CharacteristicProperties = []
+        for flag in flags {
+            switch flag {
+            case "broadcast": result.insert(.broadcast)
+            case "read": result.insert(.read)
+            case "write-without-response": result.insert(.writeWithoutResponse)
+            case "write": result.insert(.write)
+            case "notify": result.insert(.notify)
+            case "indicate": result.insert(.indicate)
+            case "authenticated-signed-writes": result.insert(.authenticatedSignedWrites)
+            case "extended-properties": result.insert(.extendedProperties)
+            case "reliable-write": result.insert(.reliableWrite)
+            case "encrypt-notify", "encrypt-authenticated-notify", "secure-notify": result.insert(.notifyEncryptionRequired)
+            case "encrypt-indicate", "encrypt-authenticated-indicate", "secure-indicate": result.insert(.indicateEncryptionRequired)
+            default: break
+            }
+        }
+        self = result
+    }
+}
+
+/// How a characteristic value is written, as CoreBluetooth's `CBCharacteristicWriteType`.
+public enum CharacteristicWriteType: Int, Sendable {
+    /// A Write Request: `didWriteValueFor` reports the peripheral's answer (BlueZ `type: request`).
+    case withResponse = 0
+    /// A Write Command (BlueZ `type: command`, or the `AcquireWrite` socket): no answer; obey
+    /// `canSendWriteWithoutResponse`.
+    case withoutResponse = 1
+    /// A reliable (prepare + execute) write (BlueZ `type: reliable`); BlueZ-only.
+    case reliable = 2
+}
