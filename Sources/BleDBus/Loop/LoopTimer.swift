@@ -18,18 +18,19 @@ public final class LoopTimer: Sendable {
         let firstDelay = LoopTimer.milliseconds(delay)
         let state = TimerState(action: action, repeatInterval: repeating.map(LoopTimer.milliseconds))
         source = Mutex(0)
-        guard let created = g_timeout_source_new(firstDelay) else { return }
+        // GLib re-arms a timeout source with its own interval after each dispatch (overriding any
+        // ready time set in the callback), so the source gets the period as its interval and
+        // only its first expiry is moved to the first delay.
+        guard let created = g_timeout_source_new(state.repeatInterval ?? firstDelay) else { return }
+        if state.repeatInterval != nil {
+            g_source_set_ready_time(created, g_get_monotonic_time() + Int(firstDelay) * 1000)
+        }
         let box = Unmanaged.passRetained(state).toOpaque()
         g_source_set_callback(created, { userData in
             guard let userData else { return 0 }
             let state = Unmanaged<TimerState>.fromOpaque(userData).takeUnretainedValue()
             state.action()
-            guard let interval = state.repeatInterval else { return 0 }
-            // The first delay and the period may differ: re-arm with the period.
-            if let current = g_main_current_source() {
-                g_source_set_ready_time(current, g_source_get_time(current) + Int(interval) * 1000)
-            }
-            return 1
+            return state.repeatInterval == nil ? 0 : 1
         }, box, { userData in
             guard let userData else { return }
             Unmanaged<TimerState>.fromOpaque(userData).release()
