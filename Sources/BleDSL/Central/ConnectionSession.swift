@@ -1,0 +1,316 @@
+import BleDBus
+import Foundation
+
+/// One `execute`: its phases as an explicit state machine.
+final class ConnectionSession: @unchecked Sendable {
+    enum Phase {
+        case waitingForPower
+        case scanning
+        case connecting(Peripheral, attempt: Int)
+        case connected(Peripheral)
+        case waitingToReconnect(Peripheral, attempt: Int, lastError: Error?)
+        /// `cancelConnect`: waiting for the disconnect to report it.
+        case disconnecting(Peripheral)
+        case ended
+    }
+
+    let id: Int
+    let command: BleManagerCommand
+    let handler: BleManager.Handler?
+    var phase: Phase = .waitingForPower
+    var discovered: [PeripheralInfo] = []
+    var scanTimer: LoopTimer?
+    var connectTimer: LoopTimer?
+    var reconnectTimer: LoopTimer?
+    /// A disconnect we asked for is reported without error and never reconnected.
+    var disconnectRequested = false
+
+    init(id: Int, command: BleManagerCommand, handler: BleManager.Handler?) {
+        self.id = id
+        self.command = command
+        self.handler = handler
+    }
+
+    var peripheral: Peripheral? {
+        switch phase {
+        case .connecting(let peripheral, _), .connected(let peripheral), .waitingToReconnect(let peripheral, _, _),
+             .disconnecting(let peripheral):
+            return peripheral
+        case .waitingForPower, .scanning, .ended:
+            return nil
+        }
+    }
+
+    var isScanning: Bool {
+        if case .scanning = phase { return true }
+        return false
+    }
+
+    var isPreConnection: Bool {
+        switch phase {
+        case .waitingForPower, .scanning, .connecting: return true
+        default: return false
+        }
+    }
+
+    func cancelTimers() {
+        scanTimer?.cancel()
+        connectTimer?.cancel()
+        reconnectTimer?.cancel()
+        scanTimer = nil
+        connectTimer = nil
+        reconnectTimer = nil
+    }
+}
+
+/// Routes central events to the sessions they belong to. Loop-confined.
+final class SessionRouter: @unchecked Sendable {
+    private let central: BleCore.CentralManager
+    private var sessions: [ConnectionSession] = []
+    private var nextID = 1
+
+    init(central: BleCore.CentralManager) {
+        self.central = central
+    }
+
+    // MARK: Start
+
+    func start(command: BleManagerCommand, handler: BleManager.Handler?) {
+        // One scan at a time: an older command still looking for its target is replaced.
+        for session in sessions where session.isPreConnection {
+            if case .connecting(let peripheral, _) = session.phase { central.cancelPeripheralConnection(peripheral) }
+            end(session, with: .failure(.superseded))
+        }
+        central.stopScan()
+        let session = ConnectionSession(id: nextID, command: command, handler: handler)
+        nextID += 1
+        sessions.append(session)
+
+        if let target = command.cancelConnect {
+            session.phase = .disconnecting(target)
+            session.disconnectRequested = true
+            // The disconnect listeners of the session that connected it hear it; this one too.
+            for other in sessions where other !== session && other.peripheral === target { other.disconnectRequested = true }
+            central.cancelPeripheralConnection(target)
+            return
+        }
+        if case .peripheral(let peripheral)? = command.connect {
+            return beginConnecting(session, to: peripheral, attempt: 1)
+        }
+        if case .uuid(let text, let services)? = command.connect, let known = retrieve(text, services: services) {
+            return beginConnecting(session, to: known, attempt: 1)
+        }
+        if let seconds = command.scanTimeout {
+            session.scanTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
+                guard let self, let session, session.isPreConnection, !self.isConnecting(session) else { return }
+                self.central.stopScan()
+                self.end(session, with: .failure(.scanTimeout(seconds: seconds)))
+            }
+        }
+        stateChanged(central.state)
+    }
+
+    private func isConnecting(_ session: ConnectionSession) -> Bool {
+        if case .connecting = session.phase { return true }
+        return false
+    }
+
+    private func retrieve(_ text: String, services: [BluetoothUUID]?) -> Peripheral? {
+        let wanted = text.uppercased()
+        func matches(_ peripheral: Peripheral) -> Bool {
+            peripheral.identifier.uuidString.uppercased() == wanted || peripheral.address.uppercased() == wanted
+        }
+        if let services, let connected = central.retrieveConnectedPeripherals(withServices: services).first(where: matches) {
+            return connected
+        }
+        if let uuid = UUID(uuidString: text), let known = central.retrievePeripherals(withIdentifiers: [uuid]).first {
+            return known
+        }
+        return nil
+    }
+
+    // MARK: State
+
+    func stateChanged(_ state: ManagerState) {
+        for session in sessions {
+            switch session.phase {
+            case .waitingForPower:
+                switch state {
+                case .poweredOn: startScanning(session)
+                case .unknown, .resetting: continue
+                default: end(session, with: .failure(.centralStateError(reason: SessionRouter.reason(state))))
+                }
+            case .scanning where state != .poweredOn:
+                if state == .resetting || state == .unknown {
+                    // bluetoothd is restarting: scan again once it is back.
+                    session.phase = .waitingForPower
+                } else {
+                    end(session, with: .failure(.centralStateError(reason: SessionRouter.reason(state))))
+                }
+            default:
+                continue
+            }
+        }
+    }
+
+    static func reason(_ state: ManagerState) -> BleManagerError.CentralStateReason {
+        switch state {
+        case .unknown: return .unknown
+        case .resetting: return .resetting
+        case .unsupported: return .unsupported
+        case .unauthorized: return .unauthorized
+        case .poweredOff: return .poweredOff
+        default: return .unknown
+        }
+    }
+
+    private func startScanning(_ session: ConnectionSession) {
+        session.phase = .scanning
+        central.scanForPeripherals(withServices: session.command.scanServices, options: session.command.scanOptions)
+    }
+
+    // MARK: Discovery
+
+    func discovered(_ peripheral: Peripheral, _ advertisement: AdvertisementData, _ rssi: Int) {
+        guard let session = sessions.first(where: { $0.isScanning }) else { return }
+        let command = session.command
+        if let existing = session.discovered.first(where: { $0.peripheral === peripheral }) {
+            existing.update(advertisement: advertisement, rssi: NSNumber(value: rssi))
+        } else {
+            let info = PeripheralInfo(peripheral: peripheral, advertisement: advertisement, rssi: NSNumber(value: rssi))
+            // A filter that returns nil drops the device (FXBlueTooth ≤0.4 kept it anyway).
+            if let kept = command.filter.map({ $0.filter(peripheralInfo: info) }) ?? info {
+                session.discovered.append(kept)
+            } else {
+                return
+            }
+        }
+        command.discover?.discover(peripheralGroup: session.discovered)
+        guard case .scanning = session.phase else { return }
+        switch command.connect {
+        case .uuid(let text, _)?:
+            let wanted = text.uppercased()
+            if let match = session.discovered.first(where: {
+                $0.peripheral.identifier.uuidString.uppercased() == wanted || $0.peripheral.address.uppercased() == wanted
+            }) {
+                central.stopScan()
+                beginConnecting(session, to: match.peripheral, attempt: 1)
+            }
+        case .predicate(let predicate)?:
+            if let match = session.discovered.first(where: predicate) {
+                central.stopScan()
+                beginConnecting(session, to: match.peripheral, attempt: 1)
+            }
+        default:
+            break
+        }
+    }
+
+    // MARK: Connecting
+
+    private func beginConnecting(_ session: ConnectionSession, to peripheral: Peripheral, attempt: Int) {
+        session.phase = .connecting(peripheral, attempt: attempt)
+        session.scanTimer?.cancel()
+        session.scanTimer = nil
+        if let seconds = session.command.connectTimeout {
+            session.connectTimer?.cancel()
+            session.connectTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
+                guard let self, let session, case .connecting(let pending, _) = session.phase, pending === peripheral else { return }
+                // Cancelling through Disconnect also cancels BlueZ's pending Connect.
+                self.central.cancelPeripheralConnection(peripheral)
+                self.end(session, with: .failure(.centralConnectError(reason: .timeout(seconds: seconds))))
+            }
+        }
+        central.connect(peripheral, options: session.command.connectInfo)
+    }
+
+    func connected(_ peripheral: Peripheral) {
+        // Only the session whose target this is hears it.
+        guard let session = sessions.first(where: {
+            if case .connecting(let pending, _) = $0.phase { return pending === peripheral }
+            return false
+        }) else { return }
+        session.connectTimer?.cancel()
+        session.connectTimer = nil
+        session.phase = .connected(peripheral)
+        // Before the handler runs, so the handler sees it attached; this starts discovery.
+        session.command.handle?.peripheral = peripheral
+        session.handler?(.success(.connected(peripheral)))
+    }
+
+    func failedToConnect(_ peripheral: Peripheral, _ error: Error?) {
+        guard let session = sessions.first(where: {
+            if case .connecting(let pending, _) = $0.phase { return pending === peripheral }
+            return false
+        }), case .connecting(_, let attempt) = session.phase else { return }
+        session.connectTimer?.cancel()
+        session.connectTimer = nil
+        if let policy = session.command.reconnect, attempt > 1 {
+            return scheduleReconnect(session, peripheral, attempt: attempt, error: error, policy: policy)
+        }
+        end(session, with: .failure(.centralConnectError(reason: .failToConnect(error))))
+    }
+
+    // MARK: Disconnects
+
+    func disconnected(_ peripheral: Peripheral, _ error: Error?) {
+        for session in sessions where session.peripheral === peripheral {
+            session.command.didDisConnect?.centralManager(central, didDisconnectPeripheral: peripheral, error: error)
+            session.command.handle?.peripheralDidDisconnect(error: error)
+            session.handler?(.success(.disconnected(peripheral, error: error)))
+            switch session.phase {
+            case .connected:
+                if let policy = session.command.reconnect, !session.disconnectRequested {
+                    scheduleReconnect(session, peripheral, attempt: 1, error: error, policy: policy)
+                } else {
+                    end(session, with: nil)
+                }
+            case .disconnecting:
+                end(session, with: nil)
+            default:
+                continue
+            }
+        }
+    }
+
+    private func scheduleReconnect(_ session: ConnectionSession, _ peripheral: Peripheral, attempt: Int, error: Error?,
+                                   policy: ReconnectPolicy) {
+        guard attempt <= policy.maximumAttempts else {
+            return end(session, with: .failure(.centralConnectError(reason: .reconnectExhausted(attempts: policy.maximumAttempts,
+                                                                                                lastError: error))))
+        }
+        session.phase = .waitingToReconnect(peripheral, attempt: attempt, lastError: error)
+        let delay = policy.delay(forAttempt: attempt)
+        session.reconnectTimer = LoopTimer.scheduled(after: .milliseconds(Int64(delay * 1000))) { [weak self, weak session] in
+            guard let self, let session, case .waitingToReconnect(let target, let attempt, _) = session.phase else { return }
+            self.beginConnecting(session, to: target, attempt: attempt + 1)
+        }
+    }
+
+    // MARK: Ending
+
+    private func end(_ session: ConnectionSession, with result: Result<BleManager.Event, BleManagerError>?) {
+        guard case .ended = session.phase else {
+            session.phase = .ended
+            session.cancelTimers()
+            sessions.removeAll { $0 === session }
+            if let result { session.handler?(result) }
+            return
+        }
+    }
+
+    func cancelAll() {
+        central.stopScan()
+        for session in sessions {
+            switch session.phase {
+            case .connecting(let peripheral, _), .connected(let peripheral), .waitingToReconnect(let peripheral, _, _):
+                session.disconnectRequested = true
+                central.cancelPeripheralConnection(peripheral)
+                if case .connected = session.phase { continue }
+                end(session, with: .failure(.superseded))
+            default:
+                end(session, with: .failure(.superseded))
+            }
+        }
+    }
+}

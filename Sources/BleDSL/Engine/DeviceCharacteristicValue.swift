@@ -1,0 +1,151 @@
+import BleDBus
+import Synchronization
+import Foundation
+
+extension PeripheralDevice {
+    /// The command engine: writes `PeripheralOperationCommand`s to a write characteristic and
+    /// judges the packets of a read characteristic, one command at a time, in FIFO order.
+    ///
+    /// Each command: `cmdData` is split by its length protocol (MTU − 3 by default) and written
+    /// with flow control (the next with-response chunk after the previous one is acknowledged;
+    /// without-response chunks while `canSendWriteWithoutResponse`); only packets **from the read
+    /// characteristic** go through `filterData` then `checkResponse`; `.success`/`.failure` end the
+    /// command, `.goon` keeps the buffer and restarts the command's own timeout,
+    /// `.longConnection` delivers and keeps listening until the returned token is cancelled.
+    /// A disconnect fails the running and queued commands at once. Completions run on BleKit's
+    /// loop thread, after the engine's state is updated, never twice for one command (streams
+    /// excepted, by design).
+    open class DeviceCharacteristicValue: CharacteristicValue, @unchecked Sendable {
+        /// `Result` of a command: every packet of the response.
+        public typealias Completion = (Result<[Data], Error>) -> Void
+        /// `Result` of a command: the packets concatenated.
+        public typealias SingleCompletion = (Result<Data, Error>) -> Void
+
+        /// The peripheral the characteristics belong to; setting it starts listening to it.
+        public var peripheral: Peripheral? {
+            get { state.withLock { $0.peripheral } }
+            set {
+                let old = state.withLock { state -> Peripheral? in
+                    let old = state.peripheral
+                    state.peripheral = newValue
+                    return old
+                }
+                guard old !== newValue else { return }
+                if let old { old.multiDelegate.removeDelegate(listener) }
+                if let newValue {
+                    newValue.multiDelegate.addDelegate(listener)
+                }
+            }
+        }
+        /// Packets from this characteristic are responses.
+        public var readCharacteristic: BleCore.Characteristic? {
+            get { state.withLock { $0.readCharacteristic } }
+            set { state.withLock { $0.readCharacteristic = newValue } }
+        }
+        /// Commands are written here.
+        public var writeCharacteristic: BleCore.Characteristic? {
+            get { state.withLock { $0.writeCharacteristic } }
+            set { state.withLock { $0.writeCharacteristic = newValue } }
+        }
+
+        private struct Shared {
+            weak var peripheral: Peripheral?
+            var readCharacteristic: BleCore.Characteristic?
+            var writeCharacteristic: BleCore.Characteristic?
+        }
+
+        private let state = StateLock(Shared())
+        private lazy var listener = EngineListener(owner: self)
+        private let engine = Engine()
+
+        /// An engine with no characteristics yet.
+        public init() {}
+
+        /// An engine for known characteristics.
+        public convenience init(peripheral: Peripheral?, writeCharacteristic: BleCore.Characteristic?, readCharacteristic: BleCore.Characteristic?) {
+            self.init()
+            self.writeCharacteristic = writeCharacteristic
+            self.readCharacteristic = readCharacteristic
+            self.peripheral = peripheral
+        }
+
+        /// Queues `option`; `completion` gets every packet of the response (or the error).
+        ///
+        /// Returns a token to cancel it. Fails with `PeripheralCommandError.characteristicsNotReady`
+        /// (asynchronously, like every other outcome) when a characteristic is missing.
+        @discardableResult
+        open func executable(option: PeripheralOperationCommand, completion: Completion? = nil) -> CommandToken {
+            let token = engine.makeToken()
+            let box = UncheckedSendable((option, completion, peripheral, writeCharacteristic, readCharacteristic))
+            BleLoop.perform { [engine] in
+                let (option, completion, peripheral, write, read) = box.value
+                engine.enqueue(id: token.id, option: option, completion: completion,
+                               peripheral: peripheral, write: write, read: read)
+            }
+            return token
+        }
+
+        /// Queues `option`; `singleCompletion` gets the response's packets concatenated.
+        @discardableResult
+        open func executable(option: PeripheralOperationCommand, singleCompletion: SingleCompletion? = nil) -> CommandToken {
+            executable(option: option) { result in
+                singleCompletion?(result.map { $0.reduce(Data(), +) })
+            }
+        }
+
+        /// Cancels every queued, running and streaming command.
+        open func cancelAll() {
+            BleLoop.perform { [engine] in engine.failAll(PeripheralCommandError.cancelled) }
+        }
+
+        /// The link dropped: everything queued or running fails with `.disconnected` at once.
+        open func peripheralDidDisconnect(error: Error?) {
+            BleLoop.perform { [engine] in engine.failAll(PeripheralCommandError.disconnected) }
+        }
+
+        // MARK: CharacteristicValue — the engine listens to its peripheral itself, so events
+        // forwarded by PeripheralDevice are ignored here (they would arrive twice).
+
+        /// Ignored: the engine receives its peripheral's events directly.
+        open func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: BleCore.Characteristic, error: Error?) {}
+        /// Ignored: the engine receives its peripheral's events directly.
+        open func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: BleCore.Characteristic, error: Error?) {}
+        /// Ignored: the engine receives its peripheral's events directly.
+        open func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: BleCore.Characteristic, error: Error?) {}
+
+        fileprivate func handle(_ event: Engine.Event) {
+            BleLoop.assumeIsolated { engine.handle(event) }
+        }
+
+        /// Number of commands queued or running (streams excluded), for diagnostics and tests.
+        @BleLoop public var pendingCommandCount: Int { engine.pendingCount }
+    }
+}
+
+/// Receives the peripheral's events for one engine (held weakly by the multicast delegate and
+/// strongly by its engine).
+private final class EngineListener: PeripheralDelegate, @unchecked Sendable {
+    weak var owner: PeripheralDevice.DeviceCharacteristicValue?
+
+    init(owner: PeripheralDevice.DeviceCharacteristicValue) {
+        self.owner = owner
+    }
+
+    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: BleCore.Characteristic, error: Error?) {
+        owner?.handle(.value(characteristic, characteristic.value, error))
+    }
+
+    func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: BleCore.Characteristic, error: Error?) {
+        owner?.handle(.written(characteristic, error))
+    }
+
+    func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
+        owner?.handle(.readyToSend)
+    }
+}
+
+/// A value that crosses to the loop thread where it is used exclusively.
+struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

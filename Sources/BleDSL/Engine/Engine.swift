@@ -1,0 +1,242 @@
+import BleDBus
+import Synchronization
+import Foundation
+
+/// The loop-confined core of `DeviceCharacteristicValue`: a FIFO of commands, one running at a
+/// time, plus streams.
+final class Engine: @unchecked Sendable {
+    enum Event {
+        case value(Characteristic, Data?, Error?)
+        case written(Characteristic, Error?)
+        case readyToSend
+    }
+
+    private final class Command: @unchecked Sendable {
+        let id: UInt64
+        let option: PeripheralOperationCommand
+        let completion: PeripheralDevice.DeviceCharacteristicValue.Completion?
+        weak var peripheral: Peripheral?
+        let write: Characteristic
+        let read: Characteristic
+        var state: CommandState = .queued
+        var timer: LoopTimer?
+        var writeType: CharacteristicWriteType = .withResponse
+
+        init(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
+             peripheral: Peripheral, write: Characteristic, read: Characteristic) {
+            self.id = id
+            self.option = option
+            self.completion = completion
+            self.peripheral = peripheral
+            self.write = write
+            self.read = read
+        }
+    }
+
+    private let ids = Mutex<UInt64>(1)
+    // Loop-confined from here on.
+    private var queue: [Command] = []
+    private var running: Command?
+    private var streams: [Command] = []
+    private var cancelledBeforeStart: Set<UInt64> = []
+
+    func makeToken() -> CommandToken {
+        let id = ids.withLock { value -> UInt64 in
+            defer { value += 1 }
+            return value
+        }
+        return CommandToken(id: id) { [weak self] id in
+            BleLoop.perform { self?.cancel(id: id) }
+        }
+    }
+
+    var pendingCount: Int { queue.count + (running == nil ? 0 : 1) }
+
+    func enqueue(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
+                 peripheral: Peripheral?, write: Characteristic?, read: Characteristic?) {
+        if cancelledBeforeStart.remove(id) != nil {
+            completion?(.failure(PeripheralCommandError.cancelled))
+            return
+        }
+        guard let peripheral, let write, let read else {
+            completion?(.failure(PeripheralCommandError.characteristicsNotReady))
+            return
+        }
+        queue.append(Command(id: id, option: option, completion: completion, peripheral: peripheral, write: write, read: read))
+        startNextIfIdle()
+    }
+
+    private func startNextIfIdle() {
+        while running == nil, !queue.isEmpty {
+            let command = queue.removeFirst()
+            running = command
+            begin(command)
+        }
+    }
+
+    private func begin(_ command: Command) {
+        guard let peripheral = command.peripheral else { return end(command, .failure(PeripheralCommandError.disconnected)) }
+        let type = command.option.writeType
+            ?? (command.write.properties.contains(.writeWithoutResponse) ? .withoutResponse : .withResponse)
+        command.writeType = type
+        let lengths = command.option.getLengthProtocol()
+        lengths.reset()
+        let maximum = peripheral.maximumWriteValueLength(for: type)
+        if let mtu = lengths as? MTUPeripheralCommandLength { mtu.maximum = maximum }
+        var chunks: [Data] = []
+        var rest = command.option.cmdData[...]
+        while !rest.isEmpty {
+            let length = lengths.currentLength()
+            guard length > 0 else { return end(command, .failure(PeripheralCommandError.invalidChunkLength(length))) }
+            if type == .withoutResponse, length > maximum, rest.count > maximum {
+                return end(command, .failure(PeripheralCommandError.chunkTooLong(length: length, maximum: maximum)))
+            }
+            chunks.append(Data(rest.prefix(length)))
+            rest = rest.dropFirst(length)
+        }
+        command.state = .writing(chunks: chunks, next: 0, awaitingAck: false, buffer: [])
+        restartTimer(command)
+        if !command.read.isNotifying {
+            // The response arrives as notifications; make sure they are on (idempotent in BleCore).
+            peripheral.setNotifyValue(true, for: command.read)
+        }
+        pump(command)
+    }
+
+    /// Writes as many chunks as flow control allows.
+    private func pump(_ command: Command) {
+        guard case .writing(let chunks, var next, let awaitingAck, let buffer) = command.state, !awaitingAck else { return }
+        guard let peripheral = command.peripheral else { return end(command, .failure(PeripheralCommandError.disconnected)) }
+        while next < chunks.count {
+            switch command.writeType {
+            case .withResponse, .reliable:
+                peripheral.writeValue(chunks[next], for: command.write, type: command.writeType)
+                command.state = .writing(chunks: chunks, next: next + 1, awaitingAck: true, buffer: buffer)
+                return
+            case .withoutResponse:
+                guard peripheral.canSendWriteWithoutResponse else {
+                    command.state = .writing(chunks: chunks, next: next, awaitingAck: false, buffer: buffer)
+                    return
+                }
+                peripheral.writeValue(chunks[next], for: command.write, type: .withoutResponse)
+                next += 1
+            }
+        }
+        command.state = .awaitingResponse(buffer: buffer)
+    }
+
+    func handle(_ event: Event) {
+        switch event {
+        case .written(let characteristic, let error):
+            guard let command = running, characteristic === command.write,
+                  case .writing(let chunks, let next, true, let buffer) = command.state else { return }
+            if let error {
+                return end(command, .failure(PeripheralCommandError.writeFailed(BleDSLErrors.bleError(error))))
+            }
+            command.state = .writing(chunks: chunks, next: next, awaitingAck: false, buffer: buffer)
+            if next >= chunks.count { command.state = .awaitingResponse(buffer: buffer) } else { pump(command) }
+        case .readyToSend:
+            if let command = running, command.writeType == .withoutResponse { pump(command) }
+        case .value(let characteristic, let value, let error):
+            if let command = running, characteristic === command.read {
+                if let error {
+                    return end(command, .failure(PeripheralCommandError.notificationFailed(BleDSLErrors.bleError(error))))
+                }
+                if let value, let filtered = command.option.filterData(value) {
+                    return judge(command, filtered)
+                }
+            }
+            // Streams hear the packets the running command did not claim.
+            for stream in streams where stream.read === characteristic {
+                guard error == nil, let value, let filtered = stream.option.filterData(value) else { continue }
+                judge(stream, filtered)
+                if running == nil { break }
+            }
+        }
+    }
+
+    private func judge(_ command: Command, _ packet: Data) {
+        let buffer = command.state.buffer
+        switch command.option.checkResponse(buffer, data: packet) {
+        case .success(let data):
+            end(command, .success(data))
+        case .failure(let error):
+            end(command, .failure(error))
+        case .goon(let data):
+            switch command.state {
+            case .writing(let chunks, let next, let awaiting, _):
+                command.state = .writing(chunks: chunks, next: next, awaitingAck: awaiting, buffer: data)
+            case .awaitingResponse:
+                command.state = .awaitingResponse(buffer: data)
+            case .streaming:
+                command.state = .streaming(buffer: data)
+            case .queued, .finished:
+                return
+            }
+            if command.state.isActive { restartTimer(command) }
+        case .longConnection(let data):
+            if command.state.isActive {
+                command.timer?.cancel()
+                command.timer = nil
+                command.state = .streaming(buffer: [])
+                if running === command {
+                    running = nil
+                    streams.append(command)
+                }
+                command.completion?(.success(data))
+                startNextIfIdle()
+            } else if case .streaming = command.state {
+                command.state = .streaming(buffer: [])
+                command.completion?(.success(data))
+            }
+        }
+    }
+
+    private func restartTimer(_ command: Command) {
+        command.timer?.cancel()
+        let seconds = command.option.timeOutInterval
+        guard seconds > 0 else { return }
+        command.timer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak command] in
+            guard let self, let command, command.state.isActive else { return }
+            self.end(command, .failure(PeripheralCommandError.timeout(seconds: seconds)))
+        }
+    }
+
+    /// Ends a command exactly once and starts the next one.
+    private func end(_ command: Command, _ result: Result<[Data], Error>) {
+        if case .finished = command.state { return }
+        command.state = .finished
+        command.timer?.cancel()
+        command.timer = nil
+        if running === command { running = nil }
+        queue.removeAll { $0 === command }
+        streams.removeAll { $0 === command }
+        command.completion?(result)
+        startNextIfIdle()
+    }
+
+    func cancel(id: UInt64) {
+        if let command = running, command.id == id { return end(command, .failure(PeripheralCommandError.cancelled)) }
+        if let command = queue.first(where: { $0.id == id }) { return end(command, .failure(PeripheralCommandError.cancelled)) }
+        if let command = streams.first(where: { $0.id == id }) { return end(command, .failure(PeripheralCommandError.cancelled)) }
+        // Cancelled before its enqueue hop arrived.
+        cancelledBeforeStart.insert(id)
+    }
+
+    func failAll(_ error: PeripheralCommandError) {
+        let all = (running.map { [$0] } ?? []) + queue + streams
+        running = nil
+        queue.removeAll()
+        streams.removeAll()
+        for command in all {
+            command.state = .queued
+            end(command, .failure(error))
+        }
+    }
+}
+
+enum BleDSLErrors {
+    static func bleError(_ error: Error) -> BleError {
+        (error as? BleError) ?? .failed(String(describing: error))
+    }
+}
