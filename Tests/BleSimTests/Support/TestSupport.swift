@@ -204,11 +204,11 @@ extension DBusMessage {
 // MARK: Fixture helpers
 
 extension SimulatorFixture {
-    static let hci0: ObjectPath = "/org/bluez/hci0"
-    static let hci1: ObjectPath = "/org/bluez/hci1"
+    nonisolated static let hci0: ObjectPath = "/org/bluez/hci0"
+    nonisolated static let hci1: ObjectPath = "/org/bluez/hci1"
 
     /// `/org/bluez/hciN/dev_AA_BB_…`.
-    static func devicePath(_ address: String, adapter: String = "hci0") -> ObjectPath {
+    nonisolated static func devicePath(_ address: String, adapter: String = "hci0") -> ObjectPath {
         try! ObjectPath("/org/bluez/\(adapter)/dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_"))
     }
 
