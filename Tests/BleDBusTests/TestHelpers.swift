@@ -147,19 +147,13 @@ final class LoopBox<Value> {
 
 // MARK: The private bus
 
-/// Starts a private bus for one test.
+/// Starts a private bus (`PrivateBus()`) for one test, off the loop thread.
 ///
-/// `PrivateBus` spawns its daemon from the calling thread, and a child inherits that thread's
-/// signal mask. Swift concurrency's worker threads block SIGTERM, so a daemon spawned from a
-/// test would ignore the SIGTERM that `PrivateBus.stop()` sends and `stop()` would wait
-/// forever. The mask is cleared for the spawn only, then restored.
+/// `PrivateBus()` blocks until its daemon prints its address. Called directly from a `@BleLoop`
+/// test it would stall the shared loop, and with it every other test's connections and timers,
+/// for that time; this nonisolated async function runs on the global executor instead.
 func startPrivateBus() async throws -> PrivateBus {
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    var previous = sigset_t()
-    pthread_sigmask(SIG_SETMASK, &empty, &previous)
-    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-    return try PrivateBus()
+    try PrivateBus()
 }
 
 /// Two connections on `bus`: a client and a server that exports objects.
