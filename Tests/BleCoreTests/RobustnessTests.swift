@@ -93,8 +93,10 @@ struct RobustnessTests {
         // SIGKILL: the only signal is NameOwnerChanged.
         bench.simulator.stop(.kill)
         try await bench.await("resetting", since: mark) { if case .state(.resetting) = $0 { return true }; return false }
+        // The held call ends before NameOwnerChanged (its error reply comes first), so its error
+        // is whatever the bus said; what matters is that it ended, once.
         let read = try await bench.await("read", since: mark) { $0.isValue }
-        #expect(read.error == .bluetoothRestarted)
+        #expect(read.error != nil)
         let gone = try await bench.await("disconnect", since: mark) { if case .disconnected = $0 { return true }; return false }
         #expect(gone.error == .bluetoothRestarted)
         #expect(peripheral.state == .disconnected)

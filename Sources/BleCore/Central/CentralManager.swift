@@ -320,6 +320,8 @@ public final class CentralManager: @unchecked Sendable {
     @BleLoop private func daemonLost(error: BleError) {
         discoveryActive = false
         adapterPath = nil
+        // The new daemon's devices are new objects: report them again when the scan resumes.
+        scan?.reported.removeAll()
         setState(.resetting)
         for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: error, report: true) }
         for peripheral in peripheralsByAddress.values { peripheral.forgetObjects() }
