@@ -53,6 +53,11 @@ public final class Connection {
     private var pendingCalls: [UInt32: PendingCall] = [:]
     private var queuedCalls: [PendingCall] = []
     private var callsByID: [UInt64: PendingCall] = [:]
+    /// The deadlines of the calls in `callsByID` (and of some finished ones, dropped lazily).
+    private var deadlines = DeadlineHeap()
+    private var deadlineTimer: LoopTimer?
+    /// The deadline `deadlineTimer` fires for.
+    private var armedDeadline: ContinuousClock.Instant?
     private var nextCallID: UInt64 = 1
     private var dispatchScheduled = false
     private var disconnectHandlers: [UInt64: @BleLoop () -> Void] = [:]
@@ -113,37 +118,23 @@ public final class Connection {
         self.integration = integration
         integration.attach()
         let weakBox = Unmanaged.passRetained(WeakConnection(self)).toOpaque()
-        dbus_connection_add_filter(raw, { _, message, data in
-            guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-            let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
-            return BleLoop.assumeIsolated {
-                box.connection?.handleIncoming(message) ?? DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-            }
-        }, weakBox, { data in
-            guard let data else { return }
-            Unmanaged<WeakConnection>.fromOpaque(data).release()
-        })
+        dbus_connection_add_filter(raw, connectionFilter, weakBox, connectionReleaseBox)
         let dispatchBox = Unmanaged.passRetained(WeakConnection(self)).toOpaque()
-        dbus_connection_set_dispatch_status_function(raw, { _, status, data in
-            guard let data, status == DBUS_DISPATCH_DATA_REMAINS else { return }
-            // libdbus forbids dispatching from inside this callback: defer to the loop.
-            let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
-            BleLoop.perform { box.connection?.scheduleDispatch() }
-        }, dispatchBox, { data in
-            guard let data else { return }
-            Unmanaged<WeakConnection>.fromOpaque(data).release()
-        })
-        dbus_connection_set_wakeup_main_function(raw, { _ in
-            // libdbus asks for this on every send. On the loop thread (always, in BleKit) the
-            // loop is not in poll() and looks at the watches again before it sleeps, so the
-            // eventfd write, and the extra iteration it causes, would buy nothing.
-            guard !MainLoop.shared.isCurrent else { return }
-            g_main_context_wakeup(MainLoop.shared.context)
-        }, nil, nil)
+        dbus_connection_set_dispatch_status_function(raw, connectionDispatchStatusChanged, dispatchBox,
+                                                     connectionReleaseBox)
+        dbus_connection_set_wakeup_main_function(raw, connectionWakeUpLoop, nil, nil)
         scheduleDispatch()
     }
 
-    private func scheduleDispatch() {
+    /// libdbus queued received messages. While a watch is being handled the loop dispatches
+    /// them as soon as libdbus returns, so only messages that arrive some other way need a
+    /// dispatch scheduled.
+    fileprivate func incomingQueued() {
+        guard integration?.isHandling != true else { return }
+        scheduleDispatch()
+    }
+
+    fileprivate func scheduleDispatch() {
         guard !dispatchScheduled, state != .closed else { return }
         dispatchScheduled = true
         BleLoop.perform { [weak self] in
@@ -155,13 +146,15 @@ public final class Connection {
 
     private func dispatchIncoming() {
         guard state != .closed else { return }
-        while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
-            _ = dbus_connection_dispatch(raw)
+        // `dispatch` returns the status after it, so each message costs one locked libdbus call.
+        var status = dbus_connection_get_dispatch_status(raw)
+        while status == DBUS_DISPATCH_DATA_REMAINS {
+            status = dbus_connection_dispatch(raw)
             if state == .closed { return }
         }
     }
 
-    private func handleIncoming(_ rawMessage: OpaquePointer) -> DBusHandlerResult {
+    fileprivate func handleIncoming(_ rawMessage: OpaquePointer) -> DBusHandlerResult {
         let message: DBusMessage
         do {
             message = try DBusMessage(decoding: rawMessage)
@@ -307,13 +300,13 @@ public final class Connection {
             completion(.failure(.disconnected))
             return
         }
-        let deadline = timeout ?? defaultTimeout
-        let call = PendingCall(id: id, message: message, completion: completion)
-        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
-        call.timer = LoopTimer.scheduled(after: deadline) { [weak self] in
-            self?.expire(id: id, seconds: seconds)
-        }
+        let limit = timeout ?? defaultTimeout
+        let call = PendingCall(id: id, message: message, deadline: ContinuousClock.now.advanced(by: limit),
+                               timeoutSeconds: Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18,
+                               completion: completion)
         callsByID[id] = call
+        deadlines.insert(call.deadline, id: id)
+        armDeadlineTimer()
         if pendingCalls.count >= maximumPendingCalls {
             queuedCalls.append(call)
         } else {
@@ -340,10 +333,41 @@ public final class Connection {
         }
     }
 
-    private func expire(id: UInt64, seconds: Double) {
-        guard let call = callsByID[id] else { return }
-        forget(call)
-        finish(call, with: .failure(.timeout(member: call.message.member ?? "call", seconds: seconds)))
+    // MARK: Deadlines
+
+    /// One timer serves every call: it is armed for the earliest deadline, and only re-armed
+    /// when a call with an earlier deadline starts. A GLib timeout source per call would cost
+    /// more than the rest of the call's bookkeeping together.
+    private func armDeadlineTimer() {
+        guard let earliest = deadlines.first?.deadline, state != .closed else { return }
+        // An armed timer that is due sooner fires, finds nothing to expire, and re-arms.
+        if let armedDeadline, armedDeadline <= earliest { return }
+        deadlineTimer?.cancel()
+        armedDeadline = earliest
+        deadlineTimer = LoopTimer.scheduled(after: max(.zero, earliest - .now)) { [weak self] in
+            self?.deadlinesPassed()
+        }
+    }
+
+    private func deadlinesPassed() {
+        deadlineTimer = nil
+        armedDeadline = nil
+        let now = ContinuousClock.now
+        while let (deadline, id) = deadlines.first, deadline <= now {
+            deadlines.removeFirst()
+            guard let call = callsByID[id] else { continue }
+            forget(call)
+            finish(call, with: .failure(.timeout(member: call.message.member ?? "call", seconds: call.timeoutSeconds)))
+        }
+        armDeadlineTimer()
+    }
+
+    /// Drops the deadlines of finished calls from the front, so that calls answered in order
+    /// (nearly all) keep the queue as short as the number of calls in flight.
+    private func dropFinishedDeadlines() {
+        while let (_, id) = deadlines.first, callsByID[id] == nil {
+            deadlines.removeFirst()
+        }
     }
 
     private func cancelCall(id: UInt64) {
@@ -359,8 +383,7 @@ public final class Connection {
 
     private func finish(_ call: PendingCall, with result: Result<DBusMessage, DBusError>) {
         guard callsByID.removeValue(forKey: call.id) != nil else { return }
-        call.timer?.cancel()
-        call.timer = nil
+        dropFinishedDeadlines()
         call.completion(result)
         sendQueuedCalls()
     }
@@ -408,6 +431,9 @@ public final class Connection {
         pendingCalls.removeAll()
         queuedCalls.removeAll()
         for call in calls { finish(call, with: .failure(.disconnected)) }
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        armedDeadline = nil
         signals.connectionClosed()
         let handlers = disconnectHandlers.sorted { $0.key < $1.key }.map(\.value)
         disconnectHandlers.removeAll()
@@ -430,14 +456,102 @@ final class PendingCall {
     let id: UInt64
     let message: DBusMessage
     let completion: @BleLoop (Result<DBusMessage, DBusError>) -> Void
+    /// When the call times out, counted from when it was started (queued or not).
+    let deadline: ContinuousClock.Instant
+    /// The timeout it was given, for the error.
+    let timeoutSeconds: Double
     var serial: UInt32?
-    var timer: LoopTimer?
 
-    init(id: UInt64, message: DBusMessage, completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
+    init(id: UInt64, message: DBusMessage, deadline: ContinuousClock.Instant, timeoutSeconds: Double,
+         completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
         self.id = id
         self.message = message
+        self.deadline = deadline
+        self.timeoutSeconds = timeoutSeconds
         self.completion = completion
     }
+}
+
+/// Call deadlines, earliest first (a binary min-heap; ties in call order).
+struct DeadlineHeap {
+    private var entries: [(deadline: ContinuousClock.Instant, id: UInt64)] = []
+
+    var first: (deadline: ContinuousClock.Instant, id: UInt64)? { entries.first }
+
+    mutating func insert(_ deadline: ContinuousClock.Instant, id: UInt64) {
+        entries.append((deadline, id))
+        var child = entries.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.precedes(entries[child], entries[parent]) else { break }
+            entries.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeFirst() {
+        guard !entries.isEmpty else { return }
+        entries.swapAt(0, entries.count - 1)
+        entries.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < entries.count, Self.precedes(entries[left], entries[smallest]) { smallest = left }
+            if right < entries.count, Self.precedes(entries[right], entries[smallest]) { smallest = right }
+            guard smallest != parent else { return }
+            entries.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+
+    private static func precedes(_ lhs: (deadline: ContinuousClock.Instant, id: UInt64),
+                                 _ rhs: (deadline: ContinuousClock.Instant, id: UInt64)) -> Bool {
+        lhs.deadline != rhs.deadline ? lhs.deadline < rhs.deadline : lhs.id < rhs.id
+    }
+}
+
+// The libdbus callbacks of every connection. They are file-level functions on purpose: a
+// closure written inside `@BleLoop` code is isolated to the loop, and its C entry point then
+// checks that isolation with the concurrency runtime on every call (several per message).
+
+private func connectionFilter(_ connection: OpaquePointer?, _ message: OpaquePointer?,
+                              _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
+    guard let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    // libdbus calls filters on the thread that dispatches, the loop's: the message never
+    // leaves it, whatever the checker cannot see through C.
+    guard let rawMessage = message else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    nonisolated(unsafe) let unsafeMessage = rawMessage
+    let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
+    return BleLoop.assumeIsolated {
+        box.connection?.handleIncoming(unsafeMessage) ?? DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    }
+}
+
+private func connectionDispatchStatusChanged(_ connection: OpaquePointer?, _ status: DBusDispatchStatus,
+                                             _ data: UnsafeMutableRawPointer?) {
+    guard let data, status == DBUS_DISPATCH_DATA_REMAINS else { return }
+    let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
+    // libdbus forbids dispatching from inside this callback: the connection defers it.
+    if MainLoop.shared.isCurrent {
+        BleLoop.assumeIsolated { box.connection?.incomingQueued() }
+    } else {
+        BleLoop.perform { box.connection?.scheduleDispatch() }
+    }
+}
+
+private func connectionWakeUpLoop(_ data: UnsafeMutableRawPointer?) {
+    // libdbus asks for this on every send. On the loop thread (always, in BleKit) the loop is
+    // not in poll() and looks at the watches again before it sleeps, so the eventfd write, and
+    // the extra iteration it causes, would buy nothing.
+    guard !MainLoop.shared.isCurrent else { return }
+    g_main_context_wakeup(MainLoop.shared.context)
+}
+
+private func connectionReleaseBox(_ data: UnsafeMutableRawPointer?) {
+    guard let data else { return }
+    Unmanaged<WeakConnection>.fromOpaque(data).release()
 }
 
 /// Lets C callbacks reach a connection without keeping it alive.

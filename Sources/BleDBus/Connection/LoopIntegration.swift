@@ -9,6 +9,9 @@ final class LoopIntegration {
     private let context: OpaquePointer
     /// Runs after libdbus read from the socket, so queued messages get dispatched.
     let onIncomingData: () -> Void
+    /// True while a watch or timeout is handled, up to and including `onIncomingData`: messages
+    /// queued meanwhile are dispatched before it ends, without a dispatch of their own.
+    private(set) var isHandling = false
 
     init(connection: OpaquePointer, context: OpaquePointer, onIncomingData: @escaping () -> Void) {
         self.connection = connection
@@ -50,6 +53,15 @@ final class LoopIntegration {
         dbus_connection_set_timeout_functions(connection, nil, nil, nil, nil, nil)
     }
 
+    /// Runs `body` (a libdbus handle call), then `onIncomingData`, with `isHandling` set.
+    private func handling(_ body: () -> Void) {
+        let wasHandling = isHandling
+        isHandling = true
+        defer { isHandling = wasHandling }
+        body()
+        onIncomingData()
+    }
+
     // MARK: Watches
 
     private final class WatchSource {
@@ -80,10 +92,11 @@ final class LoopIntegration {
                 if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
                 // Handling may remove this very watch; keep the object alive until we return.
                 let integration = watchSource.integration
-                withExtendedLifetime(watchSource) {
-                    _ = dbus_watch_handle(watchSource.watch, flags)
+                integration.handling {
+                    withExtendedLifetime(watchSource) {
+                        _ = dbus_watch_handle(watchSource.watch, flags)
+                    }
                 }
-                integration.onIncomingData()
                 return 1
             }
             g_source_set_callback(created, unsafeBitCast(callback, to: GSourceFunc.self),
@@ -146,10 +159,11 @@ final class LoopIntegration {
                 guard let data else { return 0 }
                 let timeoutSource = Unmanaged<TimeoutSource>.fromOpaque(data).takeUnretainedValue()
                 let integration = timeoutSource.integration
-                withExtendedLifetime(timeoutSource) {
-                    _ = dbus_timeout_handle(timeoutSource.timeout)
+                integration.handling {
+                    withExtendedLifetime(timeoutSource) {
+                        _ = dbus_timeout_handle(timeoutSource.timeout)
+                    }
                 }
-                integration.onIncomingData()
                 return 1
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
             g_source_attach(created, integration.context)

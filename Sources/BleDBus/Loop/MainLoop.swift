@@ -42,6 +42,11 @@ public final class MainLoop: Sendable {
 
     nonisolated(unsafe) let context: OpaquePointer
     nonisolated(unsafe) private let loop: OpaquePointer
+    /// The source that runs queued work: one for the loop's life, ready while `drainPending`
+    /// is set. (An idle source per batch of work cost a GLib source per method call.)
+    nonisolated(unsafe) private var drainSource: UnsafeMutablePointer<GSource>?
+    /// Set, under the queue lock, while queued work waits for the drain source.
+    private let drainPending = Atomic<Bool>(false)
     private let name: String
     private let startsOnFirstUse: Bool
     private let queue = Mutex(Queue())
@@ -57,9 +62,14 @@ public final class MainLoop: Sendable {
         loop = g_main_loop_new(context, 0)
         self.name = name
         self.startsOnFirstUse = startsOnFirstUse
+        drainSource = DrainSource.make(for: self)
     }
 
     deinit {
+        if let drainSource {
+            g_source_destroy(drainSource)
+            g_source_unref(drainSource)
+        }
         g_main_loop_unref(loop)
         g_main_context_unref(context)
     }
@@ -84,9 +94,11 @@ public final class MainLoop: Sendable {
             }
             if state.drainScheduled { return (false, start) }
             state.drainScheduled = true
+            drainPending.store(true, ordering: .releasing)
             return (true, start)
         }
-        if scheduleDrain { attachDrainSource() }
+        // The loop thread looks at the flag before it next polls; another thread must wake it.
+        if scheduleDrain && !isCurrent { g_main_context_wakeup(context) }
         if startThread { spawnThread() }
     }
 
@@ -150,25 +162,12 @@ public final class MainLoop: Sendable {
         queue.withLock { $0.runState = .stopped }
     }
 
-    private func attachDrainSource() {
-        guard let source = g_idle_source_new() else { return }
-        // The default idle priority would let socket events starve queued work.
-        g_source_set_priority(source, G_PRIORITY_DEFAULT)
-        let box = Unmanaged.passRetained(LoopReference(self)).toOpaque()
-        g_source_set_callback(source, { userData in
-            guard let userData else { return 0 }
-            let loop = Unmanaged<LoopReference>.fromOpaque(userData).takeUnretainedValue().loop
-            return loop.drain() ? 1 : 0
-        }, box, { userData in
-            guard let userData else { return }
-            Unmanaged<LoopReference>.fromOpaque(userData).release()
-        })
-        g_source_attach(source, context)
-        g_source_unref(source)
-    }
+    /// Whether the drain source is ready, for its GLib callbacks.
+    fileprivate var hasPendingWork: Bool { drainPending.load(ordering: .acquiring) }
 
-    /// Runs queued work; true asks GLib to call again (more work arrived meanwhile).
-    private func drain() -> Bool {
+    /// Runs queued work; true when more arrived meanwhile (the source then stays ready, and
+    /// GLib serves sockets and timers before it calls again).
+    fileprivate func drain() -> Bool {
         // Bounded rounds keep sockets and timers served while work keeps arriving.
         for _ in 0..<8 {
             var batch = spare
@@ -176,7 +175,10 @@ public final class MainLoop: Sendable {
             queue.withLock { state in
                 // Swapping buffers, rather than copying and clearing, allocates nothing.
                 swap(&batch, &state.work)
-                if batch.isEmpty { state.drainScheduled = false }
+                if batch.isEmpty {
+                    state.drainScheduled = false
+                    drainPending.store(false, ordering: .releasing)
+                }
             }
             if batch.isEmpty {
                 spare = batch
@@ -200,6 +202,7 @@ public final class MainLoop: Sendable {
         return queue.withLock { state in
             if state.work.isEmpty {
                 state.drainScheduled = false
+                drainPending.store(false, ordering: .releasing)
                 return false
             }
             return true
@@ -207,8 +210,48 @@ public final class MainLoop: Sendable {
     }
 }
 
-/// Keeps the loop alive while a GLib source refers to it.
-final class LoopReference: Sendable {
-    let loop: MainLoop
-    init(_ loop: MainLoop) { self.loop = loop }
+/// The GLib source behind `MainLoop`'s queue: ready whenever work is pending, never polled
+/// for, never destroyed before its loop.
+private enum DrainSource {
+    /// A `GSource` followed by the (unretained) loop it drains: the loop owns the source.
+    struct Layout {
+        var source: GSource
+        var loop: Unmanaged<MainLoop>
+    }
+
+    // A constant offset into memory GLib allocated; `Layout` exists only to compute it.
+    static let loopOffset = MemoryLayout<Layout>.offset(of: \Layout.loop) ?? MemoryLayout<GSource>.stride
+
+    nonisolated(unsafe) static let functions: UnsafeMutablePointer<GSourceFuncs> = {
+        let functions = UnsafeMutablePointer<GSourceFuncs>.allocate(capacity: 1)
+        functions.initialize(to: GSourceFuncs(
+            prepare: { source, timeout in
+                timeout?.pointee = -1
+                return DrainSource.loop(of: source)?.hasPendingWork == true ? 1 : 0
+            },
+            check: { source in
+                DrainSource.loop(of: source)?.hasPendingWork == true ? 1 : 0
+            },
+            dispatch: { source, _, _ in
+                _ = DrainSource.loop(of: source)?.drain()
+                return 1
+            },
+            finalize: nil, closure_callback: nil, closure_marshal: nil))
+        return functions
+    }()
+
+    static func make(for loop: MainLoop) -> UnsafeMutablePointer<GSource>? {
+        guard let source = g_source_new(functions, UInt32(MemoryLayout<Layout>.size)) else { return nil }
+        UnsafeMutableRawPointer(source).storeBytes(of: Unmanaged.passUnretained(loop), toByteOffset: loopOffset,
+                                                   as: Unmanaged<MainLoop>.self)
+        // The default idle priority would let socket events starve queued work.
+        g_source_set_priority(source, G_PRIORITY_DEFAULT)
+        g_source_attach(source, loop.context)
+        return source
+    }
+
+    static func loop(of source: UnsafeMutablePointer<GSource>?) -> MainLoop? {
+        guard let source else { return nil }
+        return UnsafeRawPointer(source).load(fromByteOffset: loopOffset, as: Unmanaged<MainLoop>.self).takeUnretainedValue()
+    }
 }

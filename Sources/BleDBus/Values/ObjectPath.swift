@@ -96,7 +96,8 @@ public enum DBusNames {
 
     /// An interface or error name: two or more dot-separated elements, none starting with a digit.
     public static func isValidInterface(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        // The UTF-8 view, not an array of it: these checks run on every message sent.
+        let bytes = name.utf8
         guard !bytes.isEmpty, bytes.count <= 255 else { return false }
         var elements = 0
         var elementLength = 0
@@ -119,19 +120,19 @@ public enum DBusNames {
 
     /// A member (method or signal) name: one element, not starting with a digit.
     public static func isValidMember(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard let first = bytes.first, bytes.count <= 255, !isDigit(first) else { return false }
         return bytes.allSatisfy(isElementCharacter)
     }
 
     /// A unique (`:1.42`) or well-known (`org.bluez`) bus name.
     public static func isValidBusName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard !bytes.isEmpty, bytes.count <= 255 else { return false }
-        let unique = bytes[0] == UInt8(ascii: ":")
+        let bytes = name.utf8
+        guard let first = bytes.first, bytes.count <= 255 else { return false }
+        let unique = first == UInt8(ascii: ":")
         var elements = 0
         var elementLength = 0
-        for byte in unique ? Array(bytes.dropFirst()) : bytes {
+        for byte in bytes.dropFirst(unique ? 1 : 0) {
             if byte == UInt8(ascii: ".") {
                 if elementLength == 0 { return false }
                 elements += 1
