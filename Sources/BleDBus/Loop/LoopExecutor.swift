@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A `SerialExecutor` that runs jobs on a `MainLoop`'s thread, in the order they were enqueued.
 ///
 /// `BleLoop`'s executor: actor-isolated BleKit state runs where the D-Bus callbacks run, so no
@@ -21,8 +23,19 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor {
     static var sharedTaskExecutor: LoopExecutor { sharedExecutor }
 
     static func instance(for loop: MainLoop) -> LoopExecutor {
-        loop === MainLoop.shared ? sharedExecutor : LoopExecutor(loop: loop)
+        if loop === MainLoop.shared { return sharedExecutor }
+        return privateExecutors.withLock { executors in
+            if let known = executors[ObjectIdentifier(loop)] { return known }
+            let created = LoopExecutor(loop: loop)
+            executors[ObjectIdentifier(loop)] = created
+            return created
+        }
     }
+
+    /// Private loops' executors. `shared(for:)` hands out an unowned reference, so the executor
+    /// must outlive the call: a fresh one per call was freed at once and its jobs were enqueued
+    /// through freed memory. Kept for the process's life, which keeps such a loop alive too.
+    private static let privateExecutors = Mutex<[ObjectIdentifier: LoopExecutor]>([:])
 
     /// An executor for `loop`.
     public init(loop: MainLoop) {
@@ -48,12 +61,5 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor {
     /// `assumeIsolated`.
     public func checkIsolated() {
         precondition(loop.isCurrent, "BleKit state touched off its main loop thread")
-    }
-
-    /// True on the loop thread: lets the runtime see that GLib and libdbus callbacks, which run
-    /// outside any Swift job, are isolated to the loop, so that an `isolated deinit` released
-    /// there (an answered `IncomingCall`, once per call) runs at once instead of as a new job.
-    public func isIsolatingCurrentContext() -> Bool? {
-        loop.isCurrent
     }
 }
