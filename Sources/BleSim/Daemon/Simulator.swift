@@ -192,11 +192,13 @@ public final class Simulator {
         clock.cancelAll()
         for adapter in adapters { adapter.forget() }
         adapters.removeAll()
-        heldCalls.removeAll()
         clientWatch?.cancel()
         clientWatch = nil
         self.connection = nil
         connection.close()
+        // Released only now, so the closed connection cannot answer them: their callers get
+        // dbus-daemon's NoReply, as with a real daemon that dies holding a call.
+        heldCalls.removeAll()
     }
 
     /// Stops and starts again on the same bus, as `systemctl restart bluetooth` would.
