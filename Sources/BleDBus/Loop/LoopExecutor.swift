@@ -62,4 +62,11 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor {
     public func checkIsolated() {
         precondition(loop.isCurrent, "BleKit state touched off its main loop thread")
     }
+
+    /// True on the loop thread: lets the runtime see that GLib and libdbus callbacks, which run
+    /// outside any Swift job, are isolated to the loop, so that an `isolated deinit` released
+    /// there (an answered `IncomingCall`, once per call) runs at once instead of as a new job.
+    public func isIsolatingCurrentContext() -> Bool? {
+        loop.isCurrent
+    }
 }
