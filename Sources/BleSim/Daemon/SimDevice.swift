@@ -94,7 +94,8 @@ public final class SimDevice {
     /// What the device's `UUIDs` property holds: resolved services once known, else advertised.
     private var uuids: [String] {
         var all = advertisedUUIDs
-        if let gatt { for uuid in gatt.serviceUUIDs where !all.contains(uuid) { all.append(uuid) } }
+        // GAP is in the peer's database (and in UUIDs) although bluetoothd never exports it.
+        if let gatt { for uuid in [GattLayout.gapServiceUUID] + gatt.serviceUUIDs where !all.contains(uuid) { all.append(uuid) } }
         return all.sorted()
     }
 

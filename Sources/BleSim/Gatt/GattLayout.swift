@@ -50,6 +50,7 @@ public struct GattLayout: Sendable, Equatable {
 
     /// The Client Characteristic Configuration descriptor UUID.
     public static let cccdUUID = "00002902-0000-1000-8000-00805f9b34fb"
+    static let gapServiceUUID = "00001800-0000-1000-8000-00805f9b34fb"
     static let gattServiceUUID = "00001801-0000-1000-8000-00805f9b34fb"
     static let serviceChangedUUID = "00002a05-0000-1000-8000-00805f9b34fb"
 

@@ -58,14 +58,16 @@ final class RemoteGattTree {
         }
     }
 
-    /// Removes every object depth-first, descriptors before their characteristic, as bluetoothd.
+    /// Removes every object depth-first in handle order, descriptors before their
+    /// characteristic and characteristics before their service, as bluetoothd's
+    /// `unregister_service` walks its queues.
     func unexport() {
         guard let objects else { return }
         for characteristic in characteristics { characteristic.releaseAcquired(announce: false) }
-        for (index, _) in layout.services.enumerated().reversed() {
+        for (index, _) in layout.services.enumerated() {
             let path = services[index]
-            for characteristic in characteristics.reversed() where characteristic.servicePath == path {
-                for descriptor in descriptors.reversed() where descriptor.characteristic === characteristic {
+            for characteristic in characteristics where characteristic.servicePath == path {
+                for descriptor in descriptors where descriptor.characteristic === characteristic {
                     objects.unregister(descriptor.path)
                 }
                 objects.unregister(characteristic.path)
