@@ -5,8 +5,8 @@ import Synchronization
 /// once both characteristics are known: `readyForCommand { engine in engine.executable(…) }`.
 ///
 /// Each closure runs exactly once (FXBlueTooth re-ran all of them on every ready event), and
-/// readiness resets when the link drops, so closures queued meanwhile wait for the next
-/// discovery.
+/// readiness resets by itself when the link drops (the characteristic finder is told by its
+/// `PeripheralDevice`), so closures queued meanwhile wait for the next discovery.
 public final class CharacteristicAdapter: @unchecked Sendable {
     /// Typo kept from FXBlueTooth for source compatibility.
     public typealias ReadyClousre = (PeripheralDevice.DeviceCharacteristicValue) -> Void

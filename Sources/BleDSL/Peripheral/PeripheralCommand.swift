@@ -4,11 +4,15 @@ public protocol DiscoverCharacteristic: AnyObject {
     func didDiscoverCharacteristicsFor(service: Service)
     /// Discovery failed; FXBlueTooth ignored these, BleKit reports them.
     func didFailToDiscover(error: Error)
+    /// The link dropped: what was discovered is stale until the next discovery.
+    func peripheralDidDisconnect()
 }
 
 extension DiscoverCharacteristic {
     /// Does nothing.
     public func didFailToDiscover(error: Error) {}
+    /// Does nothing.
+    public func peripheralDidDisconnect() {}
 }
 
 /// Receives characteristic events forwarded by a `PeripheralDevice` (FXBlueTooth's shape).

@@ -67,6 +67,7 @@ open class PeripheralDevice: PeripheralHandler, PeripheralDelegate, @unchecked S
     /// Forwarded by `BleManager` when the link drops: engines fail their commands at once.
     open func peripheralDidDisconnect(error: Error?) {
         for value in command?.characteristicValues ?? [] { value.peripheralDidDisconnect(error: error) }
+        for listener in command?.discoverCharacteristics ?? [] { listener.peripheralDidDisconnect() }
     }
 
     // MARK: PeripheralDelegate

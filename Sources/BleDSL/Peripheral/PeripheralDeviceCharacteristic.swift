@@ -59,6 +59,17 @@ extension PeripheralDevice {
             for observer in observers { observer(current.0, current.1) }
         }
 
+        /// Forgets the characteristics (observers see nil, so an adapter stops being ready);
+        /// the next discovery finds them again.
+        open func peripheralDidDisconnect() {
+            let observers = state.withLock { state -> [(BleCore.Characteristic?, BleCore.Characteristic?) -> Void] in
+                state.write = nil
+                state.read = nil
+                return state.observers
+            }
+            for observer in observers { observer(nil, nil) }
+        }
+
         /// Remembers the error and tells observers nothing changed.
         open func didFailToDiscover(error: Error) {
             state.withLock { $0.lastError = error }

@@ -111,6 +111,8 @@ public final class Simulator {
     public let faults = FaultInjector()
     /// Every call received, in order (see `clearTrace()`).
     public private(set) var trace: [TraceEntry] = []
+    /// Sees each call as it is received (after it joined `trace`).
+    public var traceObserver: (@BleLoop (TraceEntry) -> Void)?
     /// The adapters.
     public private(set) var adapters: [SimAdapter] = []
     /// The virtual peripherals in the air.
@@ -280,8 +282,10 @@ public final class Simulator {
     public func clearTrace() { trace.removeAll() }
 
     private func record(_ message: DBusMessage) {
-        trace.append(TraceEntry(sender: message.sender ?? "", path: message.path?.rawValue ?? "/",
-                                interface: message.interface, member: message.member ?? "", arguments: message.body))
+        let entry = TraceEntry(sender: message.sender ?? "", path: message.path?.rawValue ?? "/",
+                               interface: message.interface, member: message.member ?? "", arguments: message.body)
+        trace.append(entry)
+        traceObserver?(entry)
     }
 
     /// Faults that answer a call before the objects see it.
