@@ -119,8 +119,11 @@ import Testing
     /// A fresh descriptor at a number far above what other tests use, so that no parallel test
     /// can be handed the same number right after we close it.
     static func highDescriptor() throws -> (Int32, peer: Int32) {
+        var limits = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limits)
+        let ceiling = Int32(clamping: min(limits.rlim_cur, 16000))
         let (low, peer) = try Descriptors.socketPair()
-        let high = fcntl(low, F_DUPFD_CLOEXEC, Int32.random(in: 5000..<15000))
+        let high = fcntl(low, F_DUPFD_CLOEXEC, Int32.random(in: ceiling / 2 ..< ceiling - 1))
         close(low)
         guard high >= 0 else { throw POSIXError(.EMFILE) }
         return (high, peer)

@@ -210,11 +210,17 @@ import Testing
         withExtendedLifetime(subscription) {}
     }
 
-    /// The match rules the daemon itself holds for `connection`.
+    /// The match rules the daemon itself holds for `connection`, or nil when the daemon was
+    /// built without its statistics interface.
     static func daemonMatchRuleCount(of connection: Connection) async throws -> UInt32? {
-        let reply = try await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+        let reply: [DBusValue]
+        do {
+            reply = try await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                               interface: "org.freedesktop.DBus.Debug.Stats", member: "GetConnectionStats",
                                               arguments: [.string(connection.uniqueName)])
+        } catch DBusError.remote(_, _) {
+            return nil
+        }
         guard let first = reply.first else { return nil }
         return try BlueZShapes.propertyMap(first)["MatchRules"]?.as(UInt32.self)
     }
