@@ -114,6 +114,8 @@ public final class Connection {
         objects = ObjectRegistry(connection: self)
         let integration = LoopIntegration(connection: raw, context: MainLoop.shared.context) { [weak self] in
             BleLoop.assumeIsolated { self?.dispatchIncoming() }
+            // Replies resume their callers through the loop's queue: run it before sleeping.
+            MainLoop.shared.runQueuedWork()
         }
         self.integration = integration
         integration.attach()
@@ -253,7 +255,9 @@ public final class Connection {
         // task executor keeps the resumption on this thread, without two thread wake-ups per call.
         return await withTaskExecutorPreference(LoopExecutor.sharedTaskExecutor) {
             await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Result<DBusMessage, DBusError>, Never>) in
+                // Unchecked: `finish` completes a call once (it removes the call from `callsByID`
+                // first), and a checked continuation allocates a canary object per call.
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<DBusMessage, DBusError>, Never>) in
                     if Task.isCancelled {
                         continuation.resume(returning: .failure(.cancelled))
                         return

@@ -162,6 +162,14 @@ public final class MainLoop: Sendable {
         queue.withLock { $0.runState = .stopped }
     }
 
+    /// Runs work queued so far, now, when called on the loop thread between events (at the
+    /// end of a socket's callback): a task resumed by a reply then runs without waiting for
+    /// another loop iteration and its poll.
+    func runQueuedWork() {
+        guard hasPendingWork, isCurrent else { return }
+        _ = drain()
+    }
+
     /// Whether the drain source is ready, for its GLib callbacks.
     fileprivate var hasPendingWork: Bool { drainPending.load(ordering: .acquiring) }
 

@@ -34,79 +34,81 @@ enum MessageEncoder {
     /// The D-Bus limit on containers nested inside each other, variants included.
     static let maximumTotalDepth = 64
 
-    static func validate(_ value: DBusValue, depth: NestingDepth, context: String) throws(DBusError) {
+    /// `context` names the value in errors; it is built only when one is thrown, since
+    /// interpolating it for every argument and every container element cost more than the check.
+    static func validate(_ value: DBusValue, depth: NestingDepth, context: @autoclosure () -> String) throws(DBusError) {
         switch value {
         case .string(let text):
             guard !text.utf8.contains(0) else {
-                throw .invalidArgument("\(context): strings may not contain NUL characters")
+                throw .invalidArgument("\(context()): strings may not contain NUL characters")
             }
         case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
              .objectPath, .signature:
             return
         case .unixFD(let descriptor):
             guard descriptor.rawValue >= 0 else {
-                throw .encoding("\(context): the file descriptor was already taken or closed")
+                throw .encoding("\(context()): the file descriptor was already taken or closed")
             }
         case .bytes:
-            try check(depth.entering(array: true), context: context)
+            try check(depth.entering(array: true), context: context())
         case .array(let element, let values):
             let inner = depth.entering(array: true)
-            try check(inner, context: context)
-            try checkType(element, context: context)
+            try check(inner, context: context())
+            try checkType(element, context: context())
             for (index, item) in values.enumerated() {
                 let itemType = item.type
                 guard itemType == element || (element == .array(.byte) && itemType == .array(.byte)) else {
-                    throw .encoding("\(context)[\(index)] has type \(itemType) in an array of \(element)")
+                    throw .encoding("\(context())[\(index)] has type \(itemType) in an array of \(element)")
                 }
-                try validate(item, depth: inner, context: "\(context)[\(index)]")
+                try validate(item, depth: inner, context: "\(context())[\(index)]")
             }
         case .dictionary(let keyType, let valueType, let entries):
             guard keyType.isBasic else {
-                throw .encoding("\(context): dictionary keys must be a basic type, not \(keyType)")
+                throw .encoding("\(context()): dictionary keys must be a basic type, not \(keyType)")
             }
             var inner = depth.entering(array: true)
             inner.structures += 1
             inner.total += 1
-            try check(inner, context: context)
-            try checkType(valueType, context: context)
+            try check(inner, context: context())
+            try checkType(valueType, context: context())
             for entry in entries {
                 guard entry.key.type == keyType, entry.value.type == valueType else {
-                    throw .encoding("\(context): entry \(entry.key) does not have type {\(keyType)\(valueType)}")
+                    throw .encoding("\(context()): entry \(entry.key) does not have type {\(keyType)\(valueType)}")
                 }
-                try validate(entry.key, depth: inner, context: "\(context)[\(entry.key)]")
-                try validate(entry.value, depth: inner, context: "\(context)[\(entry.key)]")
+                try validate(entry.key, depth: inner, context: "\(context())[\(entry.key)]")
+                try validate(entry.value, depth: inner, context: "\(context())[\(entry.key)]")
             }
         case .structure(let fields):
-            guard !fields.isEmpty else { throw .encoding("\(context): structures need at least one field") }
+            guard !fields.isEmpty else { throw .encoding("\(context()): structures need at least one field") }
             var inner = depth
             inner.structures += 1
             inner.total += 1
-            try check(inner, context: context)
+            try check(inner, context: context())
             for (index, field) in fields.enumerated() {
-                try validate(field, depth: inner, context: "\(context).\(index)")
+                try validate(field, depth: inner, context: "\(context()).\(index)")
             }
         case .variant(let inner):
             var nested = depth
             nested.total += 1
-            try check(nested, context: context)
-            try validate(inner, depth: nested, context: "\(context)<>")
+            try check(nested, context: context())
+            try validate(inner, depth: nested, context: "\(context())<>")
         }
     }
 
-    private static func check(_ depth: NestingDepth, context: String) throws(DBusError) {
+    private static func check(_ depth: NestingDepth, context: @autoclosure () -> String) throws(DBusError) {
         guard depth.arrays <= DBusType.maximumNestingDepth,
               depth.structures <= DBusType.maximumNestingDepth,
               depth.total <= maximumTotalDepth else {
-            throw .encoding("\(context): nested deeper than D-Bus allows (32 arrays, 32 structures, 64 in all)")
+            throw .encoding("\(context()): nested deeper than D-Bus allows (32 arrays, 32 structures, 64 in all)")
         }
     }
 
     /// A declared element type must itself be a valid signature (e.g. no empty structure).
-    private static func checkType(_ type: DBusType, context: String) throws(DBusError) {
+    private static func checkType(_ type: DBusType, context: @autoclosure () -> String) throws(DBusError) {
         do {
             _ = try DBusType.parseSingle(type.signature)
         } catch {
-            throw .encoding("\(context): element type is invalid: \(error)")
+            throw .encoding("\(context()): element type is invalid: \(error)")
         }
     }
 
