@@ -126,9 +126,10 @@ struct AdapterTests {
         defer { fixture.tearDown() }
         let off: [DBusValue] = [.string(Interface.adapter), .string("Powered"), .variant(.boolean(false))]
         let on: [DBusValue] = [.string(Interface.adapter), .string("Powered"), .variant(.boolean(true))]
-        async let first = fixture.callMarked(SimulatorFixture.hci0, Interface.properties, "Set", off)
-        async let second = fixture.callMarked(SimulatorFixture.hci0, Interface.properties, "Set", on)
-        let (firstResult, secondResult) = await (first, second)
+        let first = fixture.send(SimulatorFixture.hci0, Interface.properties, "Set", off)
+        let second = fixture.send(SimulatorFixture.hci0, Interface.properties, "Set", on)
+        let firstResult = await first.reply
+        let secondResult = await second.reply
         #expect(throws: Never.self) { try firstResult.result.get() }
         #expect(remoteError(secondResult.result)?.name == "org.bluez.Error.Busy")
         #expect(remoteError(secondResult.result)?.message == "")

@@ -155,9 +155,10 @@ struct PairingTests {
         let device = try await fixture.discover(Golden.address)
         // Real-time costs from here on, so the first Pair is still running.
         fixture.simulator.timing = TimingModel(scale: 1)
-        async let first = fixture.callMarked(device, Interface.device, "Pair")
-        async let second = fixture.callMarked(device, Interface.device, "Pair")
-        let (firstResult, secondResult) = await (first, second)
+        let first = fixture.send(device, Interface.device, "Pair")
+        let second = fixture.send(device, Interface.device, "Pair")
+        let firstResult = await first.reply
+        let secondResult = await second.reply
         #expect(throws: Never.self) { try firstResult.result.get() }
         #expect(remoteError(secondResult.result)?.name == "org.bluez.Error.InProgress")
         #expect(remoteError(secondResult.result)?.message == "In Progress")

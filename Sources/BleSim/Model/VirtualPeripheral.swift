@@ -249,10 +249,17 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
         }
         let current = values[handle] ?? Data()
         guard offset <= current.count else { return reply(.failure(.invalidOffset)) }
-        guard offset + value.count <= 512 else {
+        // The bluez 5.66 server counts the 2-byte handle in a single write's length check, so
+        // it refuses 511 and 512 bytes; a prepared (long) write may reach 512.
+        guard offset + value.count <= (offset == 0 ? 510 : 512) else {
             return reply(withResponse ? .failure(.invalidAttributeValueLength) : .success(()))
         }
-        let merged = offset == 0 ? value : current.prefix(offset) + value
+        // A long write lands in place: the bytes after it stay, as in bluez's attribute db.
+        var merged = offset == 0 ? value : current
+        if offset > 0 {
+            if merged.count < offset + value.count { merged.append(Data(count: offset + value.count - merged.count)) }
+            merged.replaceSubrange(offset..<(offset + value.count), with: value)
+        }
         values[handle] = merged
         let received = ReceivedWrite(uuid: uuid, value: merged, withResponse: withResponse)
         writes.append(received)

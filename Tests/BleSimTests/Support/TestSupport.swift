@@ -280,15 +280,21 @@ extension SimulatorFixture {
     func callMarked(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
                     on connection: Connection? = nil, timeout: Duration = .seconds(10))
         async -> (result: Result<[DBusValue], DBusError>, mark: Int) {
+        await send(path, interface, member, arguments, on: connection, timeout: timeout).reply
+    }
+
+    /// Sends a call now, without waiting: calls sent one after the other reach the simulator in
+    /// that order. The reply is noted with the signal mark at its arrival.
+    func send(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+              on connection: Connection? = nil, timeout: Duration = .seconds(10)) -> PendingReply {
         let client = connection ?? self.client
-        return await withCheckedContinuation { continuation in
-            // The completion runs while the reply is being dispatched, before any later message.
-            client.call(destination: "org.bluez", path: path, interface: interface, member: member,
-                        arguments: arguments, timeout: timeout) { [self] result in
-                let mark = BleLoop.assumeIsolated { self.mark }
-                continuation.resume(returning: (result, mark))
-            }
+        let pending = PendingReply()
+        // The completion runs while the reply is being dispatched, before any later message.
+        client.call(destination: "org.bluez", path: path, interface: interface, member: member,
+                    arguments: arguments, timeout: timeout) { [self] result in
+            BleLoop.assumeIsolated { pending.finish(result, mark: self.mark) }
         }
+        return pending
     }
 
     /// The index of the first signal since `since` that satisfies `predicate`.
@@ -327,31 +333,60 @@ extension Connection {
     }
 }
 
-/// Waits (deadline-bound) for the next write the peripheral receives.
+/// The peripheral's write number `index` (0-based, see `VirtualPeripheral.writes`), waiting
+/// for it deadline-bound: take `peripheral.writes.count` before the call, then wait for it.
 @BleLoop
-func nextWrite(to peripheral: VirtualPeripheral, timeout: Duration = .seconds(5)) async throws -> VirtualPeripheral.ReceivedWrite {
+func receivedWrite(_ index: Int, by peripheral: VirtualPeripheral, timeout: Duration = .seconds(5)) async throws -> VirtualPeripheral.ReceivedWrite {
+    if peripheral.writes.count > index { return peripheral.writes[index] }
     let box = WriteWaiter()
-    let write = await withCheckedContinuation { continuation in
+    await withCheckedContinuation { continuation in
         box.continuation = continuation
-        box.timer = LoopTimer.scheduled(after: timeout) { box.resume(nil) }
-        peripheral.onWrite = { write, _ in box.resume(write) }
+        box.timer = LoopTimer.scheduled(after: timeout) { box.resume() }
+        peripheral.onWrite = { _, peripheral in if peripheral.writes.count > index { box.resume() } }
     }
     peripheral.onWrite = nil
-    guard let write else { throw FixtureError.unexpected("no write reached the peripheral within \(timeout)") }
-    return write
+    guard peripheral.writes.count > index else {
+        throw FixtureError.unexpected("write #\(index) did not reach the peripheral within \(timeout)")
+    }
+    return peripheral.writes[index]
 }
 
 @BleLoop
 private final class WriteWaiter {
-    var continuation: CheckedContinuation<VirtualPeripheral.ReceivedWrite?, Never>?
+    var continuation: CheckedContinuation<Void, Never>?
     var timer: LoopTimer?
 
-    func resume(_ write: VirtualPeripheral.ReceivedWrite?) {
+    func resume() {
         timer?.cancel()
         timer = nil
-        continuation?.resume(returning: write)
+        continuation?.resume()
         continuation = nil
     }
+}
+
+/// A call already sent; `reply` awaits its result and the signal mark at its arrival.
+@BleLoop
+final class PendingReply {
+    private var outcome: (result: Result<[DBusValue], DBusError>, mark: Int)?
+    private var waiters: [CheckedContinuation<(result: Result<[DBusValue], DBusError>, mark: Int), Never>] = []
+
+    func finish(_ result: Result<[DBusValue], DBusError>, mark: Int) {
+        outcome = (result, mark)
+        for waiter in waiters { waiter.resume(returning: (result, mark)) }
+        waiters.removeAll()
+    }
+
+    var reply: (result: Result<[DBusValue], DBusError>, mark: Int) {
+        get async {
+            if let outcome { return outcome }
+            return await withCheckedContinuation { waiters.append($0) }
+        }
+    }
+}
+
+extension VirtualPeripheral.ReceivedWrite {
+    /// (uuid, value, withResponse), to compare in one expectation.
+    var fields: (String, Data, Bool) { (uuid, value, withResponse) }
 }
 
 extension DBusValue {
