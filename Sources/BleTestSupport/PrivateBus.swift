@@ -81,6 +81,26 @@ public final class PrivateBus: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// Starts a bus on a thread of its own, so that waiting for the daemon never blocks the
+    /// caller's thread (BleKit's loop thread, when the caller is `@BleLoop` code that other
+    /// tests running in parallel depend on).
+    public static func start(timeout: TimeInterval = 10) async throws -> PrivateBus {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do {
+                    continuation.resume(returning: try PrivateBus(timeout: timeout))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// Stops the daemon on a thread of its own and returns at once.
+    public func stopInBackground() {
+        Thread.detachNewThread { [self] in stop() }
+    }
+
     /// Runs `body` with a fresh bus and always stops it afterwards, error or not.
     public static func with<T>(_ body: (PrivateBus) async throws -> T) async throws -> T {
         let bus = try PrivateBus()

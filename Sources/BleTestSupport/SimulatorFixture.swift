@@ -43,9 +43,14 @@ public final class SimulatorFixture {
 
     /// Starts a bus, a simulator with `peripherals` (instant timing unless `configuration`
     /// says otherwise) and a recording client.
-    public static func start(peripherals: [PeripheralSpec] = [],
-                             configuration: Simulator.Configuration = .init()) async throws -> SimulatorFixture {
-        let bus = try PrivateBus()
+    public nonisolated static func start(peripherals: [PeripheralSpec] = [],
+                                         configuration: Simulator.Configuration = .init()) async throws -> SimulatorFixture {
+        let bus = try await PrivateBus.start()
+        return try await start(bus: bus, peripherals: peripherals, configuration: configuration)
+    }
+
+    private static func start(bus: PrivateBus, peripherals: [PeripheralSpec],
+                              configuration: Simulator.Configuration) async throws -> SimulatorFixture {
         let simulator = Simulator(configuration: configuration)
         for spec in peripherals { simulator.addPeripheral(spec) }
         do {
@@ -61,7 +66,7 @@ public final class SimulatorFixture {
             return fixture
         } catch {
             simulator.stop(.kill)
-            bus.stop()
+            bus.stopInBackground()
             throw error
         }
     }
@@ -135,6 +140,7 @@ public final class SimulatorFixture {
         subscription?.cancel()
         client.close()
         simulator.stop(.kill)
-        bus.stop()
+        // Reaping the daemon must not hold up the loop thread that other tests share.
+        bus.stopInBackground()
     }
 }

@@ -202,7 +202,9 @@ struct GattTests {
         defer { bench.tearDown() }
         let peripheral = try await bench.connected()
         bench.central.scanForPeripherals(withServices: nil, options: ScanOptions(allowDuplicates: true))
-        try await bench.fixture.waitForSignal(since: bench.fixture.mark) { SimulatorFixture.changedValue($0, "RSSI") != nil || $0.member == "PropertiesChanged" }
+        // Wait until BleCore itself heard a report (its cache then holds the RSSI).
+        let scanMark = bench.recorder.mark
+        _ = try await bench.await("a report", since: scanMark) { if case .discovered = $0 { return true }; return false }
         let mark = bench.recorder.mark
         peripheral.readRSSI()
         let event = try await bench.await("rssi", since: mark) { if case .rssi = $0 { return true }; return false }

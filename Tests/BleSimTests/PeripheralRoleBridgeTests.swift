@@ -115,10 +115,16 @@ final class FakeGattApplication {
     #expect(app.writes.map(\.0) == [Data([0x09])])
     #expect(app.writes.first?.1["type"] == nil, "5.66 passes no type option to the application")
 
-    try await fixture.call(notifyPath, "org.bluez.GattCharacteristic1", "StartNotify")
-    #expect(app.notifyCalls == ["StartNotify"])
     let mark = fixture.mark
+    try await fixture.call(notifyPath, "org.bluez.GattCharacteristic1", "StartNotify")
     app.notify(Data([0xAB, 0xCD]))
-    let notification = try await fixture.waitForSignal(since: mark) { $0.path == notifyPath && $0.member == "PropertiesChanged" }
+    let notification = try await fixture.waitForSignal(since: mark) {
+        $0.path == notifyPath && $0.member == "PropertiesChanged" && SimulatorFixture.changedValue($0, "Value") != nil
+    }
     #expect(SimulatorFixture.changedValue(notification, "Value") == .bytes(Data([0xAB, 0xCD])))
+    // bluetoothd forwards the subscription to the app asynchronously; a round trip to the app
+    // after it orders the check.
+    _ = try await appConnection.call(destination: appConnection.uniqueName, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping")
+    _ = try await fixture.client.call(destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping")
+    #expect(app.notifyCalls == ["StartNotify"])
 }

@@ -28,6 +28,8 @@ public final class CentralManager: @unchecked Sendable {
 
     // Loop-confined state.
     @BleLoop var connection: Connection?
+    /// Retries a failed GetManagedObjects.
+    @BleLoop private var loadRetry: LoopTimer?
     @BleLoop var cache: ObjectCache?
     @BleLoop var adapterPath: ObjectPath?
     @BleLoop var currentState: ManagerState = .unknown
@@ -226,7 +228,11 @@ public final class CentralManager: @unchecked Sendable {
             adoptKnownDevices()
         case .loadFailed(let error):
             currentStateError = error
-            if case .accessDenied = error { setState(.unauthorized) } else { setState(.unsupported) }
+            if case .accessDenied = error { return setState(.unauthorized) }
+            setState(.unsupported)
+            // A daemon that just claimed its name may not answer GetManagedObjects yet; try
+            // again while it is on the bus.
+            loadRetry = LoopTimer.scheduled(after: .seconds(1)) { [weak self] in self?.cache?.reload() }
         case .daemonLost:
             daemonLost(error: .bluetoothRestarted)
         case .added(let path, let interfaces):

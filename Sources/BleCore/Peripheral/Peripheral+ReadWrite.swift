@@ -71,6 +71,16 @@ extension Peripheral {
             return
         }
         if type == .withoutResponse { return writeWithoutResponse(data, characteristic) }
+        writeWithResponse(data, characteristic, type, retried: false)
+    }
+
+    @BleLoop private func writeWithResponse(_ data: Data, _ characteristic: Characteristic, _ type: CharacteristicWriteType,
+                                            retried: Bool) {
+        // bluetoothd refuses WriteValue ("Write acquired") while our AcquireWrite socket is
+        // open; an idle socket is given back first and re-acquired by the next command write.
+        if case .acquired = characteristic.writer.mode, characteristic.writer.backlog.isEmpty {
+            releaseWriteSocket(characteristic)
+        }
         let kind = type == .reliable ? "reliable" : "request"
         run("WriteValue", on: characteristic.path, start: { [weak self] operation in
             self?.call(operation, characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
@@ -78,8 +88,21 @@ extension Peripheral {
         }, completion: { [weak self] result in
             guard let self else { return }
             let error = result.failureValue
+            // The socket's close and the D-Bus call travel separately; bluetoothd may see the
+            // call first. Once more is enough: by then it has handled the hang-up.
+            if !retried, case .notPermitted(let text)? = error as? BleError, text.contains("acquired") {
+                return self.writeWithResponse(data, characteristic, type, retried: true)
+            }
             self.emit { $0.peripheral(self, didWriteValueFor: characteristic, error: error) }
         })
+    }
+
+    @BleLoop private func releaseWriteSocket(_ characteristic: Characteristic) {
+        guard case .acquired(let descriptor) = characteristic.writer.mode else { return }
+        characteristic.writer.writableWatch?.cancel()
+        characteristic.writer.writableWatch = nil
+        Glibc.close(descriptor)
+        characteristic.writer.mode = .idle
     }
 
     // MARK: Write without response, with flow control

@@ -146,6 +146,10 @@ public final class Simulator {
         } catch {
             throw .bus(error)
         }
+        // The root ObjectManager answers from the first moment clients can see the name: a
+        // client that reacts to NameOwnerChanged with GetManagedObjects gets the (still empty)
+        // tree, as from bluetoothd, never an UnknownMethod.
+        connection.objects.addObjectManager(at: .root)
         do {
             // DO_NOT_QUEUE: fail instead of waiting behind a real bluetoothd.
             let reply = try await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -165,7 +169,6 @@ public final class Simulator {
         isRunning = true
         connection.objects.callObserver = { [weak self] message in self?.record(message) }
         connection.objects.callFilter = { [weak self] call in self?.filter(call) ?? false }
-        connection.objects.addObjectManager(at: .root)
         clientWatch = try? connection.signals.subscribe(SignalMatch(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
                                                                      member: "NameOwnerChanged")) { [weak self] message in
             guard message.body.count == 3, case .string(let name) = message.body[0],
