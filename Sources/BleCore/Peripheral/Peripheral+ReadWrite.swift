@@ -90,7 +90,7 @@ extension Peripheral {
             let error = result.failureValue
             // The socket's close and the D-Bus call travel separately; bluetoothd may see the
             // call first. Once more is enough: by then it has handled the hang-up.
-            if !retried, case .notPermitted(let text)? = error as? BleError, text.contains("acquired") {
+            if !retried, case .notPermitted(let text)? = error, text.contains("acquired") {
                 return self.writeWithResponse(data, characteristic, type, retried: true)
             }
             self.emit { $0.peripheral(self, didWriteValueFor: characteristic, error: error) }
