@@ -27,8 +27,10 @@ let package = Package(
         .target(name: "BleDSL", dependencies: ["BleCore", "BleDBus"]),
         .target(name: "BleCore", dependencies: ["BleDBus"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim"]),
-        .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
-        .executableTarget(name: "DBusEchoExample", dependencies: ["BleDBus"], path: "Examples/DBusEcho"),
+        .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "DataLoggerExample"]),
+        // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.
+        .target(name: "DataLoggerExample", dependencies: ["BleDSL"], path: "Examples/DataLogger",
+                swiftSettings: [.swiftLanguageMode(.v5)]),
         .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
                           path: "Benchmarks/SimulatorBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport"], path: "Benchmarks/BleDBusBenchmark"),

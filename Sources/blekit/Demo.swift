@@ -1,65 +1,105 @@
 import BleDBus
+import BleDSL
 import BleSim
 import BleTestSupport
+import DataLoggerExample
 import Foundation
 
-/// The demo: for now, BleSim on a private bus with a scenario, and a raw BlueZ client over
-/// BleDBus that scans, connects, reads and subscribes — the path every BleKit layer takes.
-@MainActor
+/// `blekit demo`: the DataLogger walk-through (Examples/DataLogger) — against a real powered
+/// adapter's room when there is one, else against BleSim on a private bus with the shipped
+/// `Scenarios/multi-packet.json` device.
 func runDemo(arguments: [String]) async -> Int32 {
-    do {
-        let bus = try PrivateBus()
-        defer { bus.stop() }
-        let simulator = await Scenario(peripherals: [DemoScenario.thermometer]).makeSimulator()
-        try await simulator.start(on: bus.busAddress)
-        print("BleSim: virtual BlueZ on a private bus (\(bus.address))")
-        try await DemoClient.run(address: bus.address)
-        await simulator.stop(.clean)
+    if let adapter = await RealAdapterProbe.poweredAdapter() {
+        print("A real powered Bluetooth adapter is present (\(adapter)): scanning the real room for 10 s.")
+        await RealRoomScan.run(seconds: 10)
         return 0
+    }
+    print("No powered Bluetooth adapter on the system bus: using BleSim, BleKit's virtual BlueZ.")
+    do {
+        let bus = try await PrivateBus.start()
+        defer { bus.stop() }
+        let scenario = try loadScenario()
+        let simulator = await scenario.makeSimulator()
+        try await simulator.start(on: bus.busAddress)
+        print("BleSim serves \(scenario.peripherals.map { $0.name ?? $0.address }.joined(separator: ", ")) on a private bus")
+        let printer = StdoutPrinter()
+        let options = CentralManagerOptions(bus: .address(bus.address))
+        let succeeded = await Task.detached { DataLoggerWalkthrough.run(options: options, printer: printer) }.value
+        await simulator.stop(.clean)
+        return succeeded ? 0 : 1
     } catch {
         FileHandle.standardError.write(Data("blekit demo: \(error)\n".utf8))
         return 1
     }
 }
 
-enum DemoScenario {
-    static let thermometer = PeripheralSpec(
-        address: "C0:FF:EE:00:00:01", name: "Thermometer", rssi: -52, rssiJitter: 3,
-        manufacturerData: [0x004C: Data([0x02, 0x15])], serviceUUIDs: ["181a"],
-        services: [ServiceSpec(uuid: "181a", characteristics: [
-            CharacteristicSpec(uuid: "2a6e", flags: ["read", "notify"], value: Data([0x34, 0x08])),
-            CharacteristicSpec(uuid: "2a6f", flags: ["read", "write"], value: Data([0x32])),
-        ])],
-        rules: [BehaviourRule(.write(characteristic: "00002a6f-0000-1000-8000-00805f9b34fb", prefix: nil),
-                              [.notify(characteristic: "00002a6e-0000-1000-8000-00805f9b34fb", value: Data([0x35, 0x08]), packets: nil)])])
+private func loadScenario() throws -> Scenario {
+    let shipped = "Scenarios/multi-packet.json"
+    if FileManager.default.fileExists(atPath: shipped) { return try Scenario.load(path: shipped) }
+    // Run from elsewhere: the same device, built in.
+    let json = #"{"peripherals": [{"address": "C0:FF:EE:00:00:03", "name": "DataLogger", "mtu": 185, "services": [{"uuid": "6e400001-b5a3-f393-e0a9-e50e24dcca9e", "characteristics": [{"uuid": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "flags": ["write", "write-without-response"]}, {"uuid": "6e400003-b5a3-f393-e0a9-e50e24dcca9e", "flags": ["notify"]}]}], "rules": [{"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "01"}, "then": [{"notify": "6e400003-b5a3-f393-e0a9-e50e24dcca9e", "value": "aa0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f55", "packets": 4}]}, {"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "02"}, "then": [{"echo": "6e400003-b5a3-f393-e0a9-e50e24dcca9e"}]}, {"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "ff"}, "then": [{"disconnect": true}]}]}]}"#
+    return try Scenario.parse(Data(json.utf8), name: "built-in data logger")
 }
 
-@BleLoop
-enum DemoClient {
-    static func run(address: String) async throws {
-        let connection = try await Connection.open(.address(address))
-        defer { connection.close() }
-        let adapter: ObjectPath = "/org/bluez/hci0"
-        let devicePath: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_00_01"
-        let found = AsyncStream<Void>.makeStream()
-        let added = try connection.signals.subscribe(SignalMatch(sender: "org.bluez", interface: "org.freedesktop.DBus.ObjectManager",
-                                                                  member: "InterfacesAdded")) { message in
-            if message.body.first == .objectPath(devicePath) { found.continuation.yield() }
+final class StdoutPrinter: TranscriptPrinter, @unchecked Sendable {
+    private let start = Date()
+    private let lock = NSLock()
+
+    func line(_ text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        print(String(format: "[%6.2f s] ", Date().timeIntervalSince(start)) + text)
+        fflush(nil)
+    }
+}
+
+/// Is there a real bluetoothd with a powered adapter on the system bus?
+enum RealAdapterProbe {
+    static func poweredAdapter() async -> String? {
+        // No system bus at all (containers, CI): nothing to probe, and nothing to log about.
+        let environment = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? ""
+        if environment.isEmpty && !FileManager.default.fileExists(atPath: "/var/run/dbus/system_bus_socket") { return nil }
+        let probe = StateProbe()
+        let central = CentralManager(delegate: probe, queue: nil, options: CentralManagerOptions(bus: .system))
+        defer { central.close() }
+        let deadline = Date().addingTimeInterval(2)
+        while Date() < deadline {
+            let state = central.state
+            if state == .poweredOn { return central.adapterName ?? "adapter" }
+            if state == .unsupported || state == .unauthorized || state == .poweredOff { return nil }
+            await probe.changed()
         }
-        defer { added.cancel() }
-        _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.Adapter1", member: "StartDiscovery")
-        for await _ in found.stream { break }
-        print("found Thermometer at C0:FF:EE:00:00:01")
-        _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.Adapter1", member: "StopDiscovery")
-        _ = try await connection.call(destination: "org.bluez", path: devicePath, interface: "org.bluez.Device1", member: "Connect")
-        print("connected")
-        let characteristic = try ObjectPath(devicePath.rawValue + "/service000c/char000d")
-        let value = try await connection.call(destination: "org.bluez", path: characteristic, interface: "org.bluez.GattCharacteristic1",
-                                              member: "ReadValue", arguments: [BlueZShapes.propertyDictionary([])])
-        if case .bytes(let data)? = value.first, data.count == 2 {
-            print(String(format: "temperature: %.2f °C", Double(UInt16(data[0]) | UInt16(data[1]) << 8) / 100))
+        return nil
+    }
+
+    final class StateProbe: CentralManagerDelegate, @unchecked Sendable {
+        private let stream = AsyncStream<Void>.makeStream()
+        func centralManagerDidUpdateState(_ central: CentralManager) { stream.continuation.yield() }
+        func changed() async {
+            let waiter = Task { for await _ in stream.stream { break } }
+            let timeout = Task { try? await Task.sleep(for: .milliseconds(200)); waiter.cancel() }
+            _ = await waiter.value
+            timeout.cancel()
         }
-        _ = try await connection.call(destination: "org.bluez", path: devicePath, interface: "org.bluez.Device1", member: "Disconnect")
-        print("disconnected")
+    }
+}
+
+/// Lists what the real adapter hears.
+enum RealRoomScan {
+    static func run(seconds: Double) async {
+        final class Listener: CentralManagerDelegate, @unchecked Sendable {
+            var seen = Set<String>()
+            func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {
+                guard seen.insert(peripheral.address).inserted else { return }
+                print("  \(peripheral.address)  \(RSSI) dBm  \(advertisementData.localName ?? "")")
+            }
+        }
+        let listener = Listener()
+        let central = CentralManager(delegate: listener, queue: nil, options: CentralManagerOptions(bus: .system))
+        central.scanForPeripherals(withServices: nil, options: ScanOptions())
+        try? await Task.sleep(for: .seconds(seconds))
+        central.stopScan()
+        central.close()
+        print("heard \(listener.seen.count) device(s)")
     }
 }

@@ -1,5 +1,6 @@
 import BleDBus
 import Dispatch
+import Foundation
 
 /// How the public facade reaches `@BleLoop` state from any thread.
 enum LoopBridge {
@@ -14,11 +15,14 @@ enum LoopBridge {
             }
         }
         return withoutActuallyEscaping(body) { escapable in
-            let box = Unchecked(escapable)
+            // The loop drops its reference to `escapable` before signalling: the work item that
+            // carried it may outlive this call inside the loop's queue, and a closure that is
+            // still referenced when `withoutActuallyEscaping` ends traps.
+            let box = ClosureBox(escapable)
             let result = Locked<T?>(nil)
             let done = DispatchSemaphore(value: 0)
             BleLoop.perform {
-                result.value = box.value()
+                result.value = box.take()?()
                 done.signal()
             }
             done.wait()
@@ -30,6 +34,22 @@ enum LoopBridge {
     static func async(_ body: @escaping @BleLoop () -> Void) {
         let box = Unchecked(body)
         BleLoop.perform { box.value() }
+    }
+}
+
+/// Holds a closure until the loop takes it, so no reference to it remains afterwards.
+private final class ClosureBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var body: (@BleLoop () -> T)?
+
+    init(_ body: @escaping @BleLoop () -> T) { self.body = body }
+
+    func take() -> (@BleLoop () -> T)? {
+        lock.lock()
+        defer { lock.unlock() }
+        let taken = body
+        body = nil
+        return taken
     }
 }
 
