@@ -100,13 +100,6 @@ final class SessionRouter: @unchecked Sendable {
         if case .uuid(let text, let services)? = command.connect, let known = retrieve(text, services: services) {
             return beginConnecting(session, to: known, attempt: 1)
         }
-        if let seconds = command.scanTimeout {
-            session.scanTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
-                guard let self, let session, session.isPreConnection, !self.isConnecting(session) else { return }
-                self.central.stopScan()
-                self.end(session, with: .failure(.scanTimeout(seconds: seconds)))
-            }
-        }
         stateChanged(central.state)
     }
 
@@ -166,6 +159,14 @@ final class SessionRouter: @unchecked Sendable {
 
     private func startScanning(_ session: ConnectionSession) {
         session.phase = .scanning
+        // The scan timeout counts scanning time, not the wait for the adapter to power on.
+        if let seconds = session.command.scanTimeout, session.scanTimer == nil {
+            session.scanTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
+                guard let self, let session, session.isScanning else { return }
+                self.central.stopScan()
+                self.end(session, with: .failure(.scanTimeout(seconds: seconds)))
+            }
+        }
         central.scanForPeripherals(withServices: session.command.scanServices, options: session.command.scanOptions)
     }
 
