@@ -49,7 +49,7 @@ public final class MainLoop: Sendable {
     private let drainPending = Atomic<Bool>(false)
     private let name: String
     private let startsOnFirstUse: Bool
-    private let queue = Mutex(Queue())
+    private let queue = LoopLock(Queue())
     /// An empty buffer with capacity, swapped with the queue's on each drain; only touched by
     /// `drain()`, which runs on the loop thread alone.
     nonisolated(unsafe) private var spare: [Work] = []
@@ -160,14 +160,6 @@ public final class MainLoop: Sendable {
     private func runOnCurrentThread() {
         g_main_loop_run(loop)
         queue.withLock { $0.runState = .stopped }
-    }
-
-    /// Runs work queued so far, now, when called on the loop thread between events (at the
-    /// end of a socket's callback): a task resumed by a reply then runs without waiting for
-    /// another loop iteration and its poll.
-    func runQueuedWork() {
-        guard hasPendingWork, isCurrent else { return }
-        _ = drain()
     }
 
     /// Whether the drain source is ready, for its GLib callbacks.
