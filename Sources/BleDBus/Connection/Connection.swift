@@ -114,8 +114,6 @@ public final class Connection {
         objects = ObjectRegistry(connection: self)
         let integration = LoopIntegration(connection: raw, context: MainLoop.shared.context) { [weak self] in
             BleLoop.assumeIsolated { self?.dispatchIncoming() }
-            // Replies resume their callers through the loop's queue: run it before sleeping.
-            MainLoop.shared.runQueuedWork()
         }
         self.integration = integration
         integration.attach()
