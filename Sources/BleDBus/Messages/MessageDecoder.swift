@@ -140,7 +140,6 @@ struct MessageDecoder {
 
     private mutating func arrayType(of iter: UnsafeMutablePointer<DBusMessageIter>, elementCode: Int32) throws(DBusError) -> DBusType {
         if let basic = MessageDecoder.basicType(elementCode) { return .array(basic) }
-        if elementCode == DBUS_TYPE_DICT_ENTRY, let known = MessageDecoder.variantDictionaryType(iter) { return known }
         guard let raw = dbus_message_iter_get_signature(iter) else { throw .outOfMemory }
         defer { dbus_free(raw) }
         let text = String(cString: raw)
@@ -152,21 +151,6 @@ struct MessageDecoder {
         } catch {
             throw .malformedMessage("array signature '\(text)' is invalid: \(error)")
         }
-    }
-
-    /// The type of a non-empty `a{Kv}` with a basic key (`a{sv}`, `a{qv}`), read from its
-    /// first entry's type codes: BlueZ replies hold tens of thousands of property dictionaries,
-    /// and asking libdbus for each one's signature costs an allocation and a string each.
-    private static func variantDictionaryType(_ iter: UnsafeMutablePointer<DBusMessageIter>) -> DBusType? {
-        var array = DBusMessageIter()
-        dbus_message_iter_recurse(iter, &array)
-        guard dbus_message_iter_get_arg_type(&array) == DBUS_TYPE_DICT_ENTRY else { return nil }
-        var entry = DBusMessageIter()
-        dbus_message_iter_recurse(&array, &entry)
-        let keyCode = dbus_message_iter_get_arg_type(&entry)
-        guard keyCode != DBUS_TYPE_VARIANT, let key = basicType(keyCode), dbus_message_iter_next(&entry) != 0,
-              dbus_message_iter_get_arg_type(&entry) == DBUS_TYPE_VARIANT else { return nil }
-        return .dictionary(key: key, value: .variant)
     }
 
     private static func basicType(_ code: Int32) -> DBusType? {
