@@ -229,6 +229,31 @@ struct DeviceConnectionTests {
     }
 
     @BleLoop
+    @Test func aDeviceConnectedOnceIsNoLongerTemporary() async throws {
+        // Device1.Connect makes the device permanent (btd_device_set_temporary(dev, false)):
+        // it is stored and outlives TemporaryTimeout, unlike a device only ever seen.
+        let stranger = PeripheralSpec(address: "C0:FF:EE:00:00:0A", name: "stranger")
+        let fixture = try await SimulatorFixture.start(peripherals: [Golden.spec(), stranger],
+                                                       configuration: .init(temporaryTimeoutSeconds: 0.3))
+        defer { fixture.tearDown() }
+        let strangerPath = SimulatorFixture.devicePath(stranger.address)
+        // A filter makes every report visible (an RSSI signal each), to pace the test.
+        try await fixture.call(SimulatorFixture.hci0, Interface.adapter, "SetDiscoveryFilter", [options([("Transport", .string("le"))])])
+        let device = try await fixture.discover(Golden.address, stop: false)
+        try await fixture.waitForSignal { $0.addedObject == strangerPath }
+        try await fixture.connect(device)
+        try await fixture.disconnect(device)
+        fixture.simulator.peripheral(Golden.address)?.stopAdvertising()
+        // The stranger is heard once more after the golden device went quiet, then stops too:
+        // it expires later than a temporary golden device would.
+        let quiet = fixture.mark
+        try await fixture.waitForSignal(since: quiet) { $0.changes(strangerPath, "RSSI") }
+        fixture.simulator.peripheral(stranger.address)?.stopAdvertising()
+        try await fixture.waitForSignal { $0.removedObject == strangerPath }
+        #expect(try await fixture.managedObjects()[device] != nil)
+    }
+
+    @BleLoop
     @Test(arguments: ["Connect", "Disconnect"])
     func callsOnAnUnknownDeviceAreUnknownObject(method: String) async throws {
         let fixture = try await SimulatorFixture.start()

@@ -311,9 +311,11 @@ public final class SimAdapter {
 
     // MARK: Daemon lifetime
 
-    /// SIGTERM-style teardown: links down, power off, objects removed.
-    func shutDown() {
-        guard exported else { return }
+    /// The first half of a SIGTERM-style teardown: links down, apps told, power off; no
+    /// object is removed yet (bluetoothd does this for every adapter before removing any).
+    func powerDownForShutdown() {
+        guard exported, !poweringDown else { return }
+        poweringDown = true
         for device in devices.values.sorted(by: { $0.address < $1.address }) where device.isConnectedOrConnecting {
             device.adapterPoweredOff()
         }
@@ -323,6 +325,14 @@ public final class SimAdapter {
             powered = false
             changed(["Powered", "Discovering"])
         }
+    }
+
+    private var poweringDown = false
+
+    /// SIGTERM-style teardown: links down, power off, objects removed.
+    func shutDown() {
+        guard exported else { return }
+        powerDownForShutdown()
         for device in devices.values.sorted(by: { $0.address < $1.address }) { device.unexport() }
         devices.removeAll()
         objects?.unregister(path)

@@ -88,8 +88,12 @@ public final class SimDevice {
 
     /// Unpaired, untrusted and idle: bluetoothd forgets it TemporaryTimeout after it was last heard.
     var isTemporary: Bool {
-        !paired && !bonded && !trusted && !isConnectedOrConnecting && !incomingConnected && pairing == nil
+        !paired && !bonded && !trusted && !connectedBefore && !isConnectedOrConnecting && !incomingConnected && pairing == nil
     }
+
+    /// Device1.Connect makes a device permanent in bluetoothd (`btd_device_set_temporary(dev,
+    /// false)`): once connected it is stored and TemporaryTimeout no longer removes it.
+    private var connectedBefore = false
 
     /// What the device's `UUIDs` property holds: resolved services once known, else advertised.
     private var uuids: [String] {
@@ -331,6 +335,7 @@ public final class SimDevice {
                                  then afterResolve: (@BleLoop () -> Void)? = nil) {
         let link = SimLink(adapter: adapter, device: self, server: peripheral.server)
         state = .connected(link)
+        connectedBefore = true
         changed(["Connected"])
         call?.reply()
         peripheral.server.linkUp(link)

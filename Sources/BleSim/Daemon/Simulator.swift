@@ -188,8 +188,14 @@ public final class Simulator {
     public func stop(_ mode: StopMode = .clean) {
         guard isRunning, let connection else { return }
         if mode == .clean {
-            for adapter in adapters { adapter.shutDown() }
+            // bluetoothd's SIGTERM order: every link down and every adapter off first; then the
+            // plugins' Media1 and HealthManager1, /org/bluez's managers, and per adapter its
+            // GATT objects, devices and interfaces.
+            for adapter in adapters { adapter.powerDownForShutdown() }
+            for adapter in adapters { connection.objects.unregister(adapter.path, interfaces: ["org.bluez.Media1"]) }
+            connection.objects.unregister("/org/bluez", interfaces: ["org.bluez.HealthManager1"])
             connection.objects.unregister("/org/bluez")
+            for adapter in adapters { adapter.shutDown() }
         }
         isRunning = false
         advertisingScheduler?.stop()

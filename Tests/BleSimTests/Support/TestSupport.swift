@@ -173,12 +173,40 @@ extension DBusMessage {
 final class SignalLog {
     private(set) var messages: [DBusMessage] = []
     private var subscriptions: [SignalSubscription] = []
+    private var waiters: [(id: Int, predicate: (DBusMessage) -> Bool, continuation: CheckedContinuation<DBusMessage?, Never>)] = []
+    private var nextWaiter = 0
 
     init(_ connection: Connection, _ matches: [SignalMatch]) throws {
         for match in matches {
-            subscriptions.append(try connection.signals.subscribe(match) { [weak self] message in self?.messages.append(message) })
+            subscriptions.append(try connection.signals.subscribe(match) { [weak self] message in self?.received(message) })
         }
     }
+
+    private func received(_ message: DBusMessage) {
+        messages.append(message)
+        let ready = waiters.filter { $0.predicate(message) }
+        waiters.removeAll { waiter in ready.contains { $0.id == waiter.id } }
+        for waiter in ready { waiter.continuation.resume(returning: message) }
+    }
+
+    /// The first message since `since` that satisfies `predicate`, waiting deadline-bound.
+    @discardableResult
+    func wait(since: Int = 0, timeout: Duration = .seconds(10), _ what: String,
+              where predicate: @escaping (DBusMessage) -> Bool) async throws -> DBusMessage {
+        if let found = messages.dropFirst(since).first(where: predicate) { return found }
+        let id = nextWaiter
+        nextWaiter += 1
+        let timer = LoopTimer.scheduled(after: timeout) { [weak self] in
+            guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
+            self.waiters.remove(at: index).continuation.resume(returning: nil)
+        }
+        let message = await withCheckedContinuation { continuation in waiters.append((id, predicate, continuation)) }
+        timer.cancel()
+        guard let message else { throw FixtureError.unexpected("timed out waiting for \(what); got \(messages.map(\.description))") }
+        return message
+    }
+
+    func cancel() { subscriptions.forEach { $0.cancel() } }
 
     /// org.bluez's signals plus the bus's NameOwnerChanged for org.bluez.
     static func daemon(_ connection: Connection) throws -> SignalLog {
@@ -187,7 +215,7 @@ final class SignalLog {
                                                member: "NameOwnerChanged", arg0: "org.bluez")])
     }
 
-    func cancel() { subscriptions.forEach { $0.cancel() } }
+
 }
 
 extension DBusMessage {
