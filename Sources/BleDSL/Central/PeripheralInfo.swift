@@ -1,3 +1,4 @@
+import BleDBus
 import Foundation
 import Synchronization
 
@@ -7,12 +8,12 @@ import Synchronization
 public final class PeripheralInfo: Equatable, @unchecked Sendable {
     /// The peripheral.
     public let peripheral: Peripheral
-    private let state: StateLock<(AdvertisementData, NSNumber?)>
+    private let state: LoopLock<(AdvertisementData, NSNumber?)>
 
     /// An info; filters may build modified copies.
     public init(peripheral: Peripheral, advertisement: AdvertisementData, rssi: NSNumber?) {
         self.peripheral = peripheral
-        state = StateLock((advertisement, rssi))
+        state = LoopLock((advertisement, rssi))
     }
 
     /// The advertisement in CoreBluetooth's dictionary form (`CBAdvertisementData…Key`).

@@ -54,7 +54,7 @@ extension PeripheralDevice {
             var writeCharacteristic: BleCore.Characteristic?
         }
 
-        private let state = StateLock(Shared())
+        private let state = LoopLock(Shared())
         private lazy var listener = EngineListener(owner: self)
         private let engine = Engine()
 

@@ -1,3 +1,4 @@
+import BleDBus
 import Foundation
 import Synchronization
 
@@ -21,7 +22,7 @@ public final class CharacteristicAdapter: @unchecked Sendable {
         var pending: [ReadyClousre] = []
     }
 
-    private let state = StateLock(State())
+    private let state = LoopLock(State())
 
     /// Watches `characteristic` and fills `characteristicValue` as characteristics appear.
     public init(characteristic: PeripheralDevice.Characteristic, characteristicValue: PeripheralDevice.DeviceCharacteristicValue) {

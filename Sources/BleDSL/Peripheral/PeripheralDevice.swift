@@ -14,7 +14,7 @@ open class PeripheralDevice: PeripheralHandler, PeripheralDelegate, @unchecked S
         var command: PeripheralCommand?
     }
 
-    private let state = StateLock(State())
+    private let state = LoopLock(State())
 
     /// An idle device.
     public init() {}

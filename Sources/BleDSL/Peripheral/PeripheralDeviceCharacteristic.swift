@@ -1,3 +1,4 @@
+import BleDBus
 import Foundation
 import Synchronization
 
@@ -21,7 +22,7 @@ extension PeripheralDevice {
             var lastError: Error?
         }
 
-        private let state = StateLock(State())
+        private let state = LoopLock(State())
 
         /// Looks for `writeUUID` and `readUUID` (in `serviceUUID` when given).
         public init(writeUUID: BluetoothUUID, readUUID: BluetoothUUID, serviceUUID: BluetoothUUID? = nil) {

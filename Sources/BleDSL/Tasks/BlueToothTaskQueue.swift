@@ -1,3 +1,4 @@
+import BleDBus
 import Foundation
 
 /// The runner FXBlueTooth lacked: executes tasks one after another on an engine, parses their
@@ -14,7 +15,7 @@ public final class BlueToothTaskQueue: @unchecked Sendable {
 
     /// The engine tasks run on.
     public let engine: PeripheralDevice.DeviceCharacteristicValue
-    private let state = StateLock<(entries: [Entry], running: Bool, generation: Int)>(([], false, 0))
+    private let state = LoopLock<(entries: [Entry], running: Bool, generation: Int)>(([], false, 0))
 
     /// A queue on `engine`.
     public init(engine: PeripheralDevice.DeviceCharacteristicValue) {
