@@ -95,9 +95,9 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
         addressType = try container.decodeIfPresent(AddressType.self, forKey: .addressType) ?? .public
         name = try container.decodeIfPresent(String.self, forKey: .name)
         gapName = try container.decodeIfPresent(String.self, forKey: .gapName)
-        rssi = try container.decodeIfPresent(Int16.self, forKey: .rssi) ?? -60
-        rssiJitter = try container.decodeIfPresent(Int16.self, forKey: .rssiJitter) ?? 0
-        txPower = try container.decodeIfPresent(Int16.self, forKey: .txPower)
+        rssi = try container.decodeIntegerIfPresent(Int16.self, forKey: .rssi) ?? -60
+        rssiJitter = try container.decodeIntegerIfPresent(Int16.self, forKey: .rssiJitter) ?? 0
+        txPower = try container.decodeIntegerIfPresent(Int16.self, forKey: .txPower)
         let manufacturer = try container.decodeIfPresent([String: HexData].self, forKey: .manufacturerData) ?? [:]
         var manufacturerData: [UInt16: Data] = [:]
         for (key, value) in manufacturer {
@@ -118,7 +118,7 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
         }
         connectable = try container.decodeIfPresent(Bool.self, forKey: .connectable) ?? true
         advertising = try container.decodeIfPresent(Bool.self, forKey: .advertising) ?? true
-        mtu = try container.decodeIfPresent(UInt16.self, forKey: .mtu) ?? 517
+        mtu = try container.decodeIntegerIfPresent(UInt16.self, forKey: .mtu) ?? 517
         guard mtu >= 23 else {
             throw DecodingError.dataCorruptedError(forKey: .mtu, in: container, debugDescription: "MTU must be at least 23")
         }
@@ -148,6 +148,19 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
         try container.encode(services, forKey: .services)
         try container.encodeIfPresent(servicesAfterReconnect, forKey: .servicesAfterReconnect)
         try container.encode(rules, forKey: .rules)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A narrow integer read through `Double`, so that a number out of range is an error naming
+    /// the field: Foundation's JSONDecoder reports it as "not valid JSON" at the top level.
+    func decodeIntegerIfPresent<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let number = try decodeIfPresent(Double.self, forKey: key) else { return nil }
+        guard let value = T(exactly: number) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self,
+                                                   debugDescription: "\(number) is not an integer in \(T.min)…\(T.max)")
+        }
+        return value
     }
 }
 
