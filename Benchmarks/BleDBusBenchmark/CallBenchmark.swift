@@ -83,9 +83,27 @@ struct Measurement {
     var seconds: Double
     /// CPU time of the client and server processes (not dbus-daemon's) during the calls.
     var cpuSeconds: Double
+    /// dbus-daemon's CPU time for the same calls: it does the same work per call whoever calls,
+    /// so it is a ruler that shrinks and grows with the machine's speed at that moment.
+    var daemonCPUSeconds: Double = 0
 
     var callsPerSecond: Double { Double(calls) / seconds }
     var cpuMicrosecondsPerCall: Double { cpuSeconds / Double(calls) * 1e6 }
+    /// Client and server CPU per call in units of the daemon's CPU per call.
+    var cpuInDaemonUnits: Double { daemonCPUSeconds > 0 ? cpuSeconds / daemonCPUSeconds : .nan }
+}
+
+/// The pid of the `dbus-daemon` whose command line names `configDirectory` (the private bus's).
+func daemonPID(configDirectory: String) -> pid_t? {
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let pid = pid_t(entry),
+              let commandLine = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+        let words = commandLine.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        if words.first?.hasSuffix("dbus-daemon") == true, words.contains(where: { $0.contains(configDirectory) }) {
+            return pid
+        }
+    }
+    return nil
 }
 
 /// CPU time of this process, every thread, user plus system.

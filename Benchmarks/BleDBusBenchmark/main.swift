@@ -84,16 +84,25 @@ func format(_ value: Double, _ decimals: Int = 0) -> String { String(format: "%.
 struct CallResults {
     var samples: [String: [Measurement]] = [:]
     var only: Set<String> = []
+    /// The private bus's daemon, whose CPU time each measurement records too.
+    var daemon: pid_t?
+    /// The share of a run's server and daemon CPU time that the measured calls (not the
+    /// warm-up) account for.
+    var measuredShare = 1.0
 
     /// Measures `key` unless `--only` left it out.
     mutating func add(_ key: String, _ measure: () async throws -> Measurement) async rethrows {
         guard only.isEmpty || only.contains(key) else { return }
-        samples[key, default: []].append(try await measure())
+        let before = daemon.map { processCPUSeconds(pid: $0) } ?? 0
+        var measurement = try await measure()
+        if let daemon { measurement.daemonCPUSeconds = (processCPUSeconds(pid: daemon) - before) * measuredShare }
+        samples[key, default: []].append(measurement)
     }
 
     func rates(_ key: String) -> [Double] { (samples[key] ?? []).map(\.callsPerSecond) }
     func rate(_ key: String) -> Double { median(rates(key)) }
     func cpu(_ key: String) -> Double { median((samples[key] ?? []).map(\.cpuMicrosecondsPerCall)) }
+    func cpuInDaemonUnits(_ key: String) -> Double { median((samples[key] ?? []).map(\.cpuInDaemonUnits)) }
     func ratios(_ numerator: String, _ denominator: String) -> [Double] {
         zip(rates(numerator), rates(denominator)).map { $0 / $1 }
     }
@@ -141,6 +150,9 @@ func runCalls(_ options: Options, bus: PrivateBus) async throws -> CallResults {
     let depth = String(options.depth)
     var results = CallResults()
     results.only = options.only
+    results.daemon = daemonPID(configDirectory: bus.directory.path)
+    results.measuredShare = measuredShare
+    if results.daemon == nil { progress("dbus-daemon's pid not found: no CPU figures in daemon units") }
     for round in 1...options.rounds {
         progress("calls, round \(round) of \(options.rounds)")
         // Interleaved, so drift on a shared machine touches every configuration alike.
@@ -162,7 +174,9 @@ func runCalls(_ options: Options, bus: PrivateBus) async throws -> CallResults {
         }
         try await results.add("c-blekit.pipe") { try c(["pipe", address, bleKitServer, calls, depth], serverCPU: bleKitServerCPU) }
         let latest = results.samples.sorted { $0.key < $1.key }.compactMap { key, values in
-            values.last.map { "\(key) \(format($0.callsPerSecond))/s \(format($0.cpuMicrosecondsPerCall, 1))µs" }
+            values.last.map {
+                "\(key) \(format($0.callsPerSecond))/s \(format($0.cpuMicrosecondsPerCall, 1))µs \(format($0.cpuInDaemonUnits, 2))d"
+            }
         }
         progress(latest.joined(separator: ", "))
     }
@@ -201,6 +215,17 @@ func callReport(_ results: CallResults, options: Options) -> String {
         let processes = results.cpu("c.\(kind)")
         text += "| \(label) | \(format(bleKit, 1)) | \(format(processes, 1)) | \(format(results.cpu("c1.\(kind)"), 1)) | "
         text += "\(format(bleKit / processes, 2)) |\n"
+    }
+    text += "\nThe same CPU time in units of dbus-daemon's CPU time for the same calls. The daemon does "
+    text += "the same work per call whoever calls it, so this ratio does not drift with the machine's load:\n\n"
+    text += "| Variant | BleKit | libdbus C, processes | libdbus C, one thread | BleKit ÷ C processes | BleKit ÷ C one thread |\n"
+    text += "|---|---:|---:|---:|---:|---:|\n"
+    for (kind, label) in variants {
+        let bleKit = results.cpuInDaemonUnits("blekit.\(kind)")
+        let processes = results.cpuInDaemonUnits("c.\(kind)")
+        let oneThread = results.cpuInDaemonUnits("c1.\(kind)")
+        text += "| \(label) | \(format(bleKit, 2)) | \(format(processes, 2)) | \(format(oneThread, 2)) | "
+        text += "\(format(bleKit / processes, 2)) | \(format(bleKit / oneThread, 2)) |\n"
     }
     text += "\nMixed pairs (diagnostic: which side of BleKit costs what), medians in calls per second (CPU µs per call):\n\n"
     text += "| Variant | BleKit client → C server | C client → BleKit server | C client → C server |\n|---|---:|---:|---:|\n"
