@@ -358,6 +358,15 @@ public final class SimDevice {
                     // objects exist (seen in the observed log).
                     self.changed(["Bonded", "Paired", "UUIDs", "ServicesResolved"])
                     tree.export()
+                } else if let delay = self.simulator.faults.servicesResolvedEarly(address: self.address) {
+                    // bluez #1489: ServicesResolved=true while the objects are not exported yet.
+                    self.changed(["UUIDs", "ServicesResolved"])
+                    self.simulator.clock.after(.milliseconds(delay)) { [weak self] in
+                        guard let self, self.gatt === tree else { return }
+                        tree.export()
+                        if let link = self.link { tree.linkUp(link) }
+                    }
+                    return
                 } else {
                     tree.export()
                     self.changed(["UUIDs", "ServicesResolved"])

@@ -54,6 +54,7 @@ public final class FaultInjector {
     private var attErrors: [String: Counted<AttError>] = [:]
     private var silentMethods: [String: Counted<Void>] = [:]
     private var deniedClients: Set<String> = []
+    private var earlyResolution: [String: Counted<Double>] = [:]
     private var denyEveryone = false
 
     init() {}
@@ -79,6 +80,13 @@ public final class FaultInjector {
         attErrors[key(address, uuid, operation)] = Counted(value: error, remaining: times)
     }
 
+    /// On the next `times` connections to `address` that discover services, announces
+    /// `ServicesResolved=true` first and exports the GATT objects `milliseconds` later, as
+    /// bluetoothd sometimes does (bluez #1489).
+    public func announceServicesResolvedEarly(_ address: String, objectsAfterMilliseconds milliseconds: Double, times: Int? = 1) {
+        earlyResolution[address.uppercased()] = Counted(value: milliseconds, remaining: times)
+    }
+
     /// Makes the simulator never answer the next `times` calls of `member` (e.g. `ReadValue`).
     public func neverReply(to member: String, times: Int? = 1) {
         silentMethods[member] = Counted(value: (), remaining: times)
@@ -96,6 +104,7 @@ public final class FaultInjector {
         attErrors.removeAll()
         silentMethods.removeAll()
         deniedClients.removeAll()
+        earlyResolution.removeAll()
         denyEveryone = false
     }
 
@@ -123,6 +132,8 @@ public final class FaultInjector {
     func attError(address: String, uuid: String, operation: Operation) -> AttError? {
         attErrors[key(address, uuid, operation)]?.take()
     }
+
+    func servicesResolvedEarly(address: String) -> Double? { earlyResolution[address.uppercased()]?.take() }
 
     func shouldSwallow(member: String) -> Bool { silentMethods[member]?.take() != nil }
 
