@@ -59,7 +59,7 @@ final class DisconnectLog: PeripheralDidDisConnect, @unchecked Sendable {
         let manager = manager(fixture)
         defer { manager.centralManager.centralManager.close() }
         let lists = EventRecorder<[PeripheralInfo]>()
-        manager.execute(commandItems: [.filter(DropAllBut(name: "Other")), .discover(DiscoveryLog(lists)), .scanTimeout(0.5)])
+        manager.execute(commandItems: [.filter(DropAllBut(name: "Other")), .discover(DiscoveryLog(lists)), .scanTimeout(3)])
         try await lists.wait(count: 1)
         let first = try #require(lists.events.first)
         #expect(first.count == 1)
