@@ -121,8 +121,9 @@ struct AdapterTests {
 
     @BleLoop
     @Test func racingSecondSetPoweredFailsBusyWithEmptyMessageAndTheAdapterStaysOff() async throws {
-        // Real-time costs, so that the first Set is still in flight when the second arrives.
-        let fixture = try await SimulatorFixture.start(configuration: .init(timing: TimingModel(scale: 1)))
+        // Slow costs (a power change takes 50 ms × 10), so that the first Set is still in flight
+        // when the second arrives.
+        let fixture = try await SimulatorFixture.start(configuration: .init(timing: TimingModel(scale: 10)))
         defer { fixture.tearDown() }
         let off: [DBusValue] = [.string(Interface.adapter), .string("Powered"), .variant(.boolean(false))]
         let on: [DBusValue] = [.string(Interface.adapter), .string("Powered"), .variant(.boolean(true))]

@@ -20,11 +20,11 @@ struct GattReadWriteTests {
         try await fixture.call(path, interface, "WriteValue", [.bytes(value), options(pairs)])
     }
 
-    /// Slow operations from now on (100 ms per connection interval), so that a second call
-    /// arrives while the first is still on the air.
+    /// Slow operations from now on (250 ms per connection interval), so that a second call
+    /// arrives while the first is still on the air, even on a loaded machine.
     @BleLoop
     static func slowDown(_ fixture: SimulatorFixture) {
-        fixture.simulator.timing = TimingModel(connectionIntervalMilliseconds: 100, scale: 1)
+        fixture.simulator.timing = TimingModel(connectionIntervalMilliseconds: 250, scale: 1)
     }
 
     // MARK: Read
