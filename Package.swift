@@ -23,7 +23,7 @@ let package = Package(
             providers: [.apt(["libglib2.0-dev"])]
         ),
         .target(name: "BleDBus", dependencies: ["CDBus", "CGLib"]),
-        .target(name: "BleSim", dependencies: ["BleDBus"]),
+        .target(name: "BleSim", dependencies: ["BleDBus"], exclude: ["README.md"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleDBus"]),
         .target(name: "BleCore", dependencies: ["BleDBus"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim"]),
