@@ -86,7 +86,7 @@ final class Recorder {
     }
 
     @discardableResult
-    func wait(since index: Int = 0, timeout: Duration = .seconds(5), _ what: String = "an event",
+    func wait(since index: Int = 0, timeout: Duration = .seconds(20), _ what: String = "an event",
               where predicate: @escaping (Event) -> Bool) async throws -> Event {
         if let found = events.dropFirst(index).first(where: predicate) { return found }
         let id = nextID

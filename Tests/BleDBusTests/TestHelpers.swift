@@ -204,7 +204,7 @@ extension Connection {
     func echo(_ values: [DBusValue], through server: Connection, path: ObjectPath = "/echo") async throws(DBusError) -> [DBusValue] {
         server.objects.register(path, interfaces: [Echo.interface(types: values.map(\.type))])
         return try await call(destination: server.uniqueName, path: path, interface: Echo.interface,
-                              member: "Echo", arguments: values, timeout: .seconds(10))
+                              member: "Echo", arguments: values, timeout: .seconds(60))
     }
 }
 
