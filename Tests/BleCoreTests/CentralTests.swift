@@ -147,7 +147,7 @@ struct CentralTests {
     }
 
     @Test func connectTimeoutCancelsWithDisconnect() async throws {  // pain point #14
-        let bench = try await Bench.start { $0.connectTimeout = .milliseconds(300) }
+        let bench = try await Bench.start { $0.connectTimeout = .milliseconds(1500) }
         defer { bench.tearDown() }
         let peripheral = try await bench.discover()
         bench.simulator.faults.failConnect(Sample.address, with: .neverAnswer, times: 1)

@@ -111,7 +111,8 @@ import Testing
                 attempts += 1
                 return attempts == 1 ? Data([0x03]) : Data([0x02, 0x77])
             }
-            var timeOutInterval: TimeInterval { 0.2 }
+            // Short for the silent first attempt, roomy for the answered retry.
+            var timeOutInterval: TimeInterval { attempts <= 1 ? 0.2 : 10 }
             func checkResponse(_ dataGroup: [Data], data: Data) -> CheckResponseResult { .success(data: [data]) }
         }
         let task = BlueToothTaskModel<Int>(command: Flaky(), parse: .value2({ Int($0.last ?? 0) }), plugins: [{ typed.appendFromAnyThread($0) }])
