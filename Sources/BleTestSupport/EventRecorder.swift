@@ -44,7 +44,7 @@ public final class EventRecorder<Event> {
     }
 
     /// Waits until `condition(events)` holds, at most `timeout`.
-    public func wait(_ what: String = "events", timeout: Duration = .seconds(10),
+    public func wait(_ what: String = "events", timeout: Duration = .seconds(30),
                      until condition: @escaping ([Event]) -> Bool) async throws {
         if condition(events) { return }
         let id = nextID
@@ -61,7 +61,7 @@ public final class EventRecorder<Event> {
     }
 
     /// Waits until at least `count` events were recorded.
-    public func wait(count: Int, timeout: Duration = .seconds(10)) async throws {
+    public func wait(count: Int, timeout: Duration = .seconds(30)) async throws {
         try await wait("\(count) events", timeout: timeout) { $0.count >= count }
     }
 }
