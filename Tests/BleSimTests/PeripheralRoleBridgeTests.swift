@@ -21,7 +21,7 @@ final class FakeGattApplication {
 
     init(connection: Connection) {
         self.connection = connection
-        let objects = connection.objects!
+        let objects = connection.objects
         objects.addObjectManager(at: FakeGattApplication.root)
         objects.register(FakeGattApplication.service, interfaces: [ExportedInterface("org.bluez.GattService1", properties: [
             ExportedProperty("UUID", .string) { .string("12345678-1234-5678-1234-56789abcdef0") },

@@ -37,9 +37,9 @@ public final class Connection {
     public var isOpen: Bool { state != .closed }
 
     /// Signal subscriptions and name-owner tracking.
-    public private(set) var signals: SignalRouter!
+    public private(set) lazy var signals = SignalRouter(connection: self)
     /// Objects this connection exports.
-    public private(set) var objects: ObjectRegistry!
+    public private(set) lazy var objects = ObjectRegistry(connection: self)
 
     private enum State: Equatable {
         case opening
@@ -110,8 +110,6 @@ public final class Connection {
     }
 
     private func attach() {
-        signals = SignalRouter(connection: self)
-        objects = ObjectRegistry(connection: self)
         let integration = LoopIntegration(connection: raw, context: MainLoop.shared.context) { [weak self] in
             BleLoop.assumeIsolated { self?.dispatchIncoming() }
         }

@@ -6,17 +6,23 @@ import Foundation
 /// from any thread; the value itself need not be `Sendable`, the lock is what makes sharing safe.
 public final class LoopLock<Value>: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: Value
+    private var stored: Value
 
     /// Guards `value`.
     public init(_ value: Value) {
-        self.value = value
+        stored = value
+    }
+
+    /// The value, read or replaced under the lock.
+    public var value: Value {
+        get { withLock { $0 } }
+        set { withLock { $0 = newValue } }
     }
 
     /// Runs `body` with exclusive access to the value.
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
-        return try body(&value)
+        return try body(&stored)
     }
 }
