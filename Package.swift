@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "BleDSL", targets: ["BleDSL"]),
         .library(name: "BleCore", targets: ["BleCore"]),
         .executable(name: "blekit", targets: ["blekit"]),
+        .executable(name: "blekit-integration", targets: ["blekit-integration"]),
     ],
     targets: [
         .systemLibrary(
@@ -31,12 +32,16 @@ let package = Package(
         // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.
         .target(name: "DataLoggerExample", dependencies: ["BleDSL"], path: "Examples/DataLogger",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
+        // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).
+        .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport"]),
+        .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
         .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
                           path: "Benchmarks/SimulatorBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport"], path: "Benchmarks/BleDBusBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
+        .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleDBus"], exclude: ["Parity"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
     ],
     swiftLanguageModes: [.v6]

@@ -5,15 +5,18 @@ import Glibc
 ///
 /// Foundation's `Process` leaks pipe ends into grandchildren and spins while waiting; tests
 /// need a child that ends when our end of its stdin closes and a wait that costs nothing.
-final class ChildProcess: @unchecked Sendable {
+public final class ChildProcess: @unchecked Sendable {
     private static let spawnLock = NSLock()
-    let pid: pid_t
+    /// The child's process ID.
+    public let pid: pid_t
     private var stdinWrite: Int32
     private let stdoutRead: Int32
     private var buffered = Data()
     private var exited = false
 
-    init(arguments: [String], environment: [String: String]? = nil) throws {
+    /// Spawns `arguments[0]` (an absolute path) with `environment` (ours by default); its
+    /// standard error goes to `standardErrorPath` (appended), or to ours when that is nil.
+    public init(arguments: [String], environment: [String: String]? = nil, standardErrorPath: String? = "/dev/null") throws {
         var inputPipe: [Int32] = [0, 0]
         var outputPipe: [Int32] = [0, 0]
         // Our spawns are serialised so no other child of ours inherits these ends before
@@ -27,7 +30,9 @@ final class ChildProcess: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
         posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        if let standardErrorPath {
+            posix_spawn_file_actions_addopen(&actions, 2, standardErrorPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        }
 
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -64,7 +69,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Reads one line of the child's stdout, waiting at most `timeout` seconds.
-    func readLine(timeout: TimeInterval) -> String? {
+    public func readLine(timeout: TimeInterval) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
@@ -84,8 +89,56 @@ final class ChildProcess: @unchecked Sendable {
         }
     }
 
+    /// Reads the child's stdout until it closes, then reaps the child: its exit status (128 +
+    /// the signal for a killed child) and everything it printed. A child still running at the
+    /// deadline is killed, and the status is `nil`.
+    public func runToCompletion(timeout: TimeInterval) -> (status: Int32?, output: String) {
+        let deadline = Date().addingTimeInterval(timeout)
+        var output = buffered
+        buffered = Data()
+        var timedOut = false
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { timedOut = true; break }
+            var descriptor = pollfd(fd: stdoutRead, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(remaining * 1000))
+            if ready < 0 { if errno == EINTR { continue } else { break } }
+            if ready == 0 { timedOut = true; break }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = read(stdoutRead, &chunk, chunk.count)
+            guard count > 0 else { break }
+            output.append(contentsOf: chunk[0..<count])
+        }
+        if timedOut { kill(pid, SIGKILL) }
+        let status = reap()
+        return (timedOut ? nil : status, String(decoding: output, as: UTF8.self))
+    }
+
+    /// Sends `signal` to the child, then reaps it.
+    @discardableResult
+    public func stop(with signal: Int32 = SIGTERM) -> Int32 {
+        guard !exited else { return 0 }
+        kill(pid, signal)
+        return reap()
+    }
+
+    private func reap() -> Int32 {
+        guard !exited else { return 0 }
+        exited = true
+        if stdinWrite >= 0 {
+            close(stdinWrite)
+            stdinWrite = -1
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        close(stdoutRead)
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Glibc does not import as functions.
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
     /// Closes the child's stdin and waits for it to exit.
-    func terminate() {
+    public func terminate() {
         guard !exited else { return }
         exited = true
         if stdinWrite >= 0 {

@@ -161,6 +161,12 @@ final class PeripheralRoleBridge {
 
     // MARK: Lifetime
 
+    /// The adapter serving the applications went off: every central's link to them drops, as
+    /// when a controller stops (bluetoothd keeps the registrations).
+    func adapterPoweredOff() {
+        for application in applications { application.dropLinks(reason: "peripheral adapter powered off") }
+    }
+
     func clientLeft(_ client: String) {
         let leaving = applications.filter { $0.owner == client }
         applications.removeAll { $0.owner == client }
@@ -384,8 +390,8 @@ final class ApplicationPeripheral: SimGattServer {
         updateNotifying()
     }
 
-    func dropLinks() {
-        for link in links { link.device?.linkLost(reason: "peripheral stopped advertising") }
+    func dropLinks(reason: String = "peripheral stopped advertising") {
+        for link in links { link.device?.linkLost(reason: reason) }
     }
 
     func read(handle: UInt16, offset: Int, link: SimLink, reply: @escaping @BleLoop (Result<Data, AttError>) -> Void) {

@@ -195,6 +195,7 @@ public final class SimAdapter {
             for device in devices.values.sorted(by: { $0.address < $1.address }) where device.isConnectedOrConnecting {
                 device.adapterPoweredOff()
             }
+            peripheralRole.adapterPoweredOff()
             sessions.removeAll()
             powered = false
             // bluetoothd includes Discovering even when it was already false.

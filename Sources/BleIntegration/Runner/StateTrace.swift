@@ -1,0 +1,86 @@
+import BleDBus
+import Foundation
+
+/// Records the state properties of one adapter and its devices as BlueZ announces them, one
+/// entry per property change (`Connected=true`), so that how the daemon groups properties into
+/// signals, which varies between runs of the real daemon, does not matter. Changes that come
+/// in one signal are listed in causal order (Connected before ServicesResolved when they turn
+/// true, after it when they turn false), and a value repeated without a change is not recorded again.
+@BleLoop
+final class StateTrace {
+    private(set) var entries: [String] = []
+    private var current: [String: String] = [:]
+    private var subscriptions: [SignalSubscription] = []
+    private let adapter: String
+
+    /// The properties that are states rather than measurements (RSSI, advertising data).
+    static let adapterProperties = ["Powered"]
+    static let deviceProperties = ["Connected", "ServicesResolved", "Paired", "Bonded", "Trusted", "Blocked"]
+
+    init(adapter: String) {
+        self.adapter = adapter
+    }
+
+    func start(on connection: Connection) throws {
+        let adapterPath = "/org/bluez/\(adapter)"
+        subscriptions.append(try connection.signals.subscribe(SignalMatch(
+            sender: "org.bluez", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { [weak self] message in
+            guard let self, let path = message.path?.rawValue, case .string(let interface)? = message.body.first,
+                  message.body.count >= 2, let changed = try? BlueZShapes.propertyMap(message.body[1]) else { return }
+            if path == adapterPath, interface == "org.bluez.Adapter1" {
+                self.record(subject: self.adapter, changed, Self.adapterProperties)
+            } else if path.hasPrefix(adapterPath + "/dev_"), interface == "org.bluez.Device1",
+                      !path.dropFirst(adapterPath.count + 1).contains("/") {
+                self.record(subject: Self.address(of: path), changed, Self.deviceProperties)
+            }
+        })
+        subscriptions.append(try connection.signals.subscribe(SignalMatch(
+            sender: "org.bluez", interface: "org.freedesktop.DBus.ObjectManager")) { [weak self] message in
+            guard let self, case .objectPath(let path)? = message.body.first,
+                  path.rawValue.hasPrefix(adapterPath + "/dev_"), !path.rawValue.dropFirst(adapterPath.count + 1).contains("/") else { return }
+            let subject = Self.address(of: path.rawValue)
+            if message.member == "InterfacesAdded", message.body.count >= 2,
+               let interfaces = try? BlueZShapes.interfaceMap(message.body[1]), let device = interfaces["org.bluez.Device1"] {
+                self.entries.append("\(subject) added")
+                // The initial values are the first states; a device that appears connected says so.
+                for name in Self.deviceProperties { self.current["\(subject) \(name)"] = nil }
+                self.record(subject: subject, device, Self.deviceProperties, quietWhenFalse: true)
+            } else if message.member == "InterfacesRemoved", message.body.count >= 2,
+                      case .array(_, let names) = message.body[1], names.contains(.string("org.bluez.Device1")) {
+                self.entries.append("\(subject) removed")
+                for name in Self.deviceProperties { self.current["\(subject) \(name)"] = nil }
+            }
+        })
+    }
+
+    /// Adds a scenario's own marker, so that the states around it can be told apart.
+    func mark(_ text: String) {
+        entries.append("-- \(text)")
+    }
+
+    func stop() {
+        for subscription in subscriptions { subscription.cancel() }
+        subscriptions.removeAll()
+    }
+
+    private func record(subject: String, _ changed: PropertyMap, _ watched: [String], quietWhenFalse: Bool = false) {
+        // Going up, the link comes before what rides on it; going down, the other way round.
+        let rising = watched.filter { changed[$0] == .boolean(true) }
+        let falling = watched.filter { changed[$0] == .boolean(false) }.reversed()
+        for name in rising + falling {
+            guard case .boolean(let value)? = changed[name] else { continue }
+            let key = "\(subject) \(name)"
+            let text = value ? "true" : "false"
+            if current[key] == text { continue }
+            // A new device's false flags are its starting point, not a change.
+            let isStart = current[key] == nil && quietWhenFalse && !value
+            current[key] = text
+            if !isStart { entries.append("\(key)=\(text)") }
+        }
+    }
+
+    private static func address(of path: String) -> String {
+        guard let range = path.range(of: "/dev_") else { return path }
+        return String(path[range.upperBound...].prefix(17)).replacingOccurrences(of: "_", with: ":")
+    }
+}

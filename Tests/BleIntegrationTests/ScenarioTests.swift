@@ -1,0 +1,4 @@
+import BleIntegration
+import Testing
+
+@Suite struct Placeholder {}
