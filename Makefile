@@ -4,7 +4,7 @@ SWIFT_BUILD_FLAGS ?=
 # Tests run serially within one process by default; Swift Testing parallelises across cores.
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: bootstrap build test test-tsan demo bench clean
+.PHONY: bootstrap build test test-tsan test-bluez demo bench clean
 
 bootstrap:
 	@./scripts/bootstrap
@@ -15,6 +15,12 @@ build: bootstrap
 test: bootstrap
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	$(SWIFT) test --skip-build $(SWIFT_TEST_FLAGS)
+
+# The integration scenarios against the real bluetoothd 5.66 in a QEMU guest, and the parity
+# report against BleSim (Tests/BleIntegrationTests/Parity/PARITY.md).
+test-bluez:
+	@BLEKIT_BOOTSTRAP_VM=1 ./scripts/bootstrap
+	./scripts/test-bluez
 
 test-tsan: bootstrap
 	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)

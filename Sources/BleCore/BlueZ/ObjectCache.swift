@@ -123,9 +123,18 @@ final class ObjectCache {
             onEvent?(.removed(object, interfaces: Set(names), lastProperties: entry))
         case (BlueZ.properties, "PropertiesChanged"):
             guard message.body.count == 3, case .string(let interface) = message.body[0],
-                  let changed = try? BlueZShapes.propertyMap(message.body[1]),
+                  var changed = try? BlueZShapes.propertyMap(message.body[1]),
                   let invalidated = message.body[2].as([String].self) else { return }
             guard objects[path]?[interface] != nil else { return }
+            if interface == BlueZ.device, changed["ServicesResolved"] == .boolean(true),
+               changed["Connected"] == nil, objects[path]?[interface]?["Connected"] != .boolean(true) {
+                // bluetoothd 5.66 can miss Connected=true: when the ATT socket connects before the
+                // kernel's Device Connected event is read (seen under load in a VM), the second
+                // add finds the device "already connected" and never announces it. Services are
+                // only resolved over a live link, so the link is up.
+                BleLog.warning("\(path): ServicesResolved=true without Connected=true (bluetoothd missed it); treating the link as up")
+                changed["Connected"] = .boolean(true)
+            }
             for (key, value) in changed { objects[path]![interface]![key] = value }
             for key in invalidated { objects[path]![interface]!.removeValue(forKey: key) }
             onEvent?(.changed(path, interface: interface, changed: changed, invalidated: invalidated))

@@ -14,6 +14,15 @@ public struct KnownDifference: Codable, Sendable {
     /// The number of the item in "Known differences" of `Sources/BleSim/README.md`.
     public var readmeItem: Int
 
+    /// A difference explained by README item `readmeItem`.
+    public init(scenario: String, list: String, bluetoothd: String?, bleSim: String?, readmeItem: Int) {
+        self.scenario = scenario
+        self.list = list
+        self.bluetoothd = bluetoothd
+        self.bleSim = bleSim
+        self.readmeItem = readmeItem
+    }
+
     /// Loads the list kept next to the parity report.
     public static func load(from file: URL) throws -> [KnownDifference] {
         try JSONDecoder().decode([KnownDifference].self, from: Data(contentsOf: file))

@@ -31,7 +31,16 @@ final class StateTrace {
                 self.record(subject: self.adapter, changed, Self.adapterProperties)
             } else if path.hasPrefix(adapterPath + "/dev_"), interface == "org.bluez.Device1",
                       !path.dropFirst(adapterPath.count + 1).contains("/") {
-                self.record(subject: Self.address(of: path), changed, Self.deviceProperties)
+                var changed = changed
+                let subject = Self.address(of: path)
+                // As BleCore does: bluetoothd 5.66 sometimes never announces Connected=true
+                // (a race between the ATT socket and the kernel's event), but services are only
+                // resolved over a live link.
+                if changed["ServicesResolved"] == .boolean(true), changed["Connected"] == nil,
+                   self.current["\(subject) Connected"] != "true" {
+                    changed["Connected"] = .boolean(true)
+                }
+                self.record(subject: subject, changed, Self.deviceProperties)
             }
         })
         subscriptions.append(try connection.signals.subscribe(SignalMatch(

@@ -297,6 +297,18 @@ final class ApplicationPeripheral: SimGattServer {
     var mtu: UInt16 { 517 }
     var gapName: String? { adapter.systemName }
 
+    /// What a central sees of an app's flags: bluetoothd turns the security variants into the
+    /// plain ATT property (the requirement becomes a permission, invisible to the client) and
+    /// announces reliable writes and writable auxiliaries through the extended-properties bit.
+    static func attributeFlags(_ flags: [String]) -> [String] {
+        var result = flags
+        func ensure(_ flag: String) { if !result.contains(flag) { result.append(flag) } }
+        if flags.contains(where: { ["encrypt-read", "encrypt-authenticated-read", "secure-read"].contains($0) }) { ensure("read") }
+        if flags.contains(where: { ["encrypt-write", "encrypt-authenticated-write", "secure-write"].contains($0) }) { ensure("write") }
+        if flags.contains("reliable-write") || flags.contains("writable-auxiliaries") { ensure("extended-properties") }
+        return result
+    }
+
     init?(owner: String, root: ObjectPath, objects: ManagedObjects, adapter: SimAdapter) {
         self.owner = owner
         self.root = root
@@ -314,8 +326,12 @@ final class ApplicationPeripheral: SimGattServer {
                       characteristic["Service"]?.as(ObjectPath.self) == path else { continue }
                 guard let characteristicUUID = characteristic["UUID"]?.as(String.self), SimUUID.full(characteristicUUID) != nil,
                       let flags = characteristic["Flags"]?.as([String].self) else { return nil }
-                var characteristicSpec = CharacteristicSpec(uuid: characteristicUUID, flags: flags,
+                var characteristicSpec = CharacteristicSpec(uuid: characteristicUUID, flags: Self.attributeFlags(flags),
                                                             value: characteristic["Value"]?.as(Data.self) ?? Data())
+                if flags.contains("reliable-write") || flags.contains("writable-auxiliaries") {
+                    // bluetoothd's server declares them in an Extended Properties descriptor, first.
+                    characteristicSpec.descriptors.append(DescriptorSpec(uuid: "2900", flags: ["read"]))
+                }
                 var descriptorPaths: [ObjectPath] = []
                 for descriptorPath in paths {
                     guard let descriptor = objects[descriptorPath]?["org.bluez.GattDescriptor1"],

@@ -336,7 +336,7 @@ public final class SimDevice {
         let link = SimLink(adapter: adapter, device: self, server: peripheral.server)
         state = .connected(link)
         connectedBefore = true
-        changed(["Connected"])
+        if !simulator.faults.missesConnectedAnnouncement(address: address) { changed(["Connected"]) }
         call?.reply()
         peripheral.server.linkUp(link)
         resolveServices(link: link, afterResolve: afterResolve)

@@ -55,6 +55,7 @@ public final class FaultInjector {
     private var silentMethods: [String: Counted<Void>] = [:]
     private var deniedClients: Set<String> = []
     private var earlyResolution: [String: Counted<Double>] = [:]
+    private var missedConnected: [String: Counted<Void>] = [:]
     private var denyEveryone = false
 
     init() {}
@@ -87,6 +88,14 @@ public final class FaultInjector {
         earlyResolution[address.uppercased()] = Counted(value: milliseconds, remaining: times)
     }
 
+    /// On the next `times` connections to `address`, never announces `Connected=true` (the
+    /// property reads true, and `ServicesResolved=true` follows), as bluetoothd 5.66 does when
+    /// the ATT socket connects before it reads the kernel's Device Connected event ("Device …
+    /// is already connected" in its log; seen in the VM of `make test-bluez`).
+    public func missConnectedAnnouncement(_ address: String, times: Int? = 1) {
+        missedConnected[address.uppercased()] = Counted(value: (), remaining: times)
+    }
+
     /// Makes the simulator never answer the next `times` calls of `member` (e.g. `ReadValue`).
     public func neverReply(to member: String, times: Int? = 1) {
         silentMethods[member] = Counted(value: (), remaining: times)
@@ -105,6 +114,7 @@ public final class FaultInjector {
         silentMethods.removeAll()
         deniedClients.removeAll()
         earlyResolution.removeAll()
+        missedConnected.removeAll()
         denyEveryone = false
     }
 
@@ -134,6 +144,8 @@ public final class FaultInjector {
     }
 
     func servicesResolvedEarly(address: String) -> Double? { earlyResolution[address.uppercased()]?.take() }
+
+    func missesConnectedAnnouncement(address: String) -> Bool { missedConnected[address.uppercased()]?.take() != nil }
 
     func shouldSwallow(member: String) -> Bool { silentMethods[member]?.take() != nil }
 
