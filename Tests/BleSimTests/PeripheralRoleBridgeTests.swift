@@ -102,9 +102,9 @@ final class FakeGattApplication {
     try await fixture.call(device, "org.bluez.Device1", "Connect")
     try await fixture.waitForProperty(device, "ServicesResolved", .boolean(true))
 
-    // The app's service follows bluetoothd's own GATT service (0x0008).
-    let valuePath = try ObjectPath(device.rawValue + "/service000c/char000d")
-    let notifyPath = try ObjectPath(device.rawValue + "/service000c/char000f")
+    // As on bluetoothd: its own GATT (0x0008) and Device Information (0x0012) services, then the app at 0x0015.
+    let valuePath = try ObjectPath(device.rawValue + "/service0015/char0016")
+    let notifyPath = try ObjectPath(device.rawValue + "/service0015/char0018")
     let read = try await fixture.call(valuePath, "org.bluez.GattCharacteristic1", "ReadValue", [BlueZShapes.propertyDictionary([])])
     #expect(read == [.bytes(Data([0x01, 0x02]))])
     #expect(app.readOptions.first?["device"] == .objectPath("/org/bluez/hci0/dev_00_AA_01_00_00_01"))

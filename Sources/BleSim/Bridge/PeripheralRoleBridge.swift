@@ -17,7 +17,7 @@ final class PeripheralRoleBridge {
     init() {}
 
     var applicationServiceUUIDs: [String] {
-        applications.flatMap { $0.layout.services.dropFirst().map(\.uuid) }
+        applications.flatMap { $0.layout.services.dropFirst($0.layout.daemonServiceCount).map(\.uuid) }
     }
 
     private var simulator: Simulator? { adapter?.simulator }
@@ -347,9 +347,9 @@ final class ApplicationPeripheral: SimGattServer {
             specs.append(spec)
             appPaths.append((path, characteristicPaths))
         }
-        layout = GattLayout(specs: specs)
-        // layout.services[0] is the GATT service bluetoothd itself serves.
-        for (index, service) in layout.services.dropFirst().enumerated() where index < appPaths.count {
+        layout = GattLayout(specs: specs, daemon: .bluetoothdServer)
+        // The first services are those bluetoothd itself serves (GATT, Device Information).
+        for (index, service) in layout.services.dropFirst(layout.daemonServiceCount).enumerated() where index < appPaths.count {
             for (characteristicIndex, characteristic) in service.characteristics.enumerated()
             where characteristicIndex < appPaths[index].characteristics.count {
                 let entry = appPaths[index].characteristics[characteristicIndex]
@@ -411,8 +411,15 @@ final class ApplicationPeripheral: SimGattServer {
     }
 
     func read(handle: UInt16, offset: Int, link: SimLink, reply: @escaping @BleLoop (Result<Data, AttError>) -> Void) {
+        if let daemonValue = layout.daemonValue(handle: handle) {
+            return reply(offset <= daemonValue.count ? .success(Data(daemonValue.dropFirst(offset))) : .failure(.invalidOffset))
+        }
         guard let path = objectByHandle[handle], let connection else { return reply(.failure(.readNotPermitted)) }
-        let interface = layout.characteristic(handle: handle)?.valueHandle == handle ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
+        let characteristic = layout.characteristic(handle: handle)
+        let isValue = characteristic?.valueHandle == handle
+        // bluetoothd's server checks the declared properties before it asks the app.
+        if let characteristic, isValue, !characteristic.has("read") { return reply(.failure(.readNotPermitted)) }
+        let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
         connection.call(destination: owner, path: path, interface: interface, member: "ReadValue",
                         arguments: [options(for: link, offset: offset)]) { result in
             BleLoop.assumeIsolated {
@@ -432,7 +439,15 @@ final class ApplicationPeripheral: SimGattServer {
         guard let path = objectByHandle[handle], let connection else { return reply(.failure(.writeNotPermitted)) }
         // The 5.66 server counts the 2-byte handle in its length check.
         guard offset + value.count <= 510 else { return reply(withResponse ? .failure(.invalidAttributeValueLength) : .success(())) }
-        let interface = layout.characteristic(handle: handle)?.valueHandle == handle ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
+        let characteristic = layout.characteristic(handle: handle)
+        let isValue = characteristic?.valueHandle == handle
+        if let characteristic, isValue {
+            let writable = withResponse ? characteristic.has("write") || characteristic.has("reliable-write")
+                                        : characteristic.has("write-without-response")
+            // A Write Command the properties do not allow is dropped without an answer.
+            guard writable else { return reply(withResponse ? .failure(.writeNotPermitted) : .success(())) }
+        }
+        let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
         connection.call(destination: owner, path: path, interface: interface, member: "WriteValue",
                         arguments: [.bytes(value), options(for: link, offset: offset)]) { result in
             BleLoop.assumeIsolated {

@@ -1,3 +1,4 @@
+import Foundation
 /// A GATT database with ATT handles assigned the way a typical peripheral lays it out: GAP at
 /// 0x0001 (never exported by bluetoothd), the GATT service at 0x0008, then the peripheral's own
 /// services in order. Characteristic objects are named after their declaration handle.
@@ -54,9 +55,53 @@ public struct GattLayout: Sendable, Equatable {
     static let gattServiceUUID = "00001801-0000-1000-8000-00805f9b34fb"
     static let serviceChangedUUID = "00002a05-0000-1000-8000-00805f9b34fb"
 
+    /// The services a peripheral's own stack serves before the application's.
+    public enum DaemonServices: Sendable {
+        /// GATT with Service Changed only: a typical peripheral's firmware.
+        case minimal
+        /// What bluetoothd 5.66 serves for its applications (observed: GATT at 0x0008 with
+        /// Service Changed, Client and Server Supported Features and the Database Hash; Device
+        /// Information with the PnP ID at 0x0012; the application from 0x0015).
+        case bluetoothdServer
+
+        var services: [ServiceSpec] {
+            let serviceChanged = CharacteristicSpec(uuid: GattLayout.serviceChangedUUID, flags: ["indicate"])
+            switch self {
+            case .minimal:
+                return [ServiceSpec(uuid: GattLayout.gattServiceUUID, characteristics: [serviceChanged])]
+            case .bluetoothdServer:
+                return [
+                    ServiceSpec(uuid: GattLayout.gattServiceUUID, characteristics: [
+                        serviceChanged,
+                        CharacteristicSpec(uuid: "2b29", flags: ["read", "write"], value: Data([0x00])),
+                        CharacteristicSpec(uuid: "2b2a", flags: ["read"], value: Data(repeating: 0, count: 16)),
+                        CharacteristicSpec(uuid: "2b3a", flags: ["read"], value: Data([0x01])),
+                    ]),
+                    // bluetoothd's default DeviceID: USB, Linux Foundation (0x1d6b), BlueZ, 5.66.
+                    ServiceSpec(uuid: "180a", characteristics: [
+                        CharacteristicSpec(uuid: "2a50", flags: ["read"], value: Data([0x02, 0x6b, 0x1d, 0x46, 0x02, 0x42, 0x05])),
+                    ]),
+                ]
+            }
+        }
+    }
+
+    /// How many of `services` the peripheral's own stack serves (they come first).
+    public let daemonServiceCount: Int
+
+    /// The value of a characteristic the stack itself serves at `handle` (nil: not one of those).
+    func daemonValue(handle: UInt16) -> Data? {
+        for service in services.prefix(daemonServiceCount) {
+            for characteristic in service.characteristics where characteristic.valueHandle == handle {
+                return Data(characteristic.initialValue)
+            }
+        }
+        return nil
+    }
+
     /// Lays out `specs`; UUIDs are normalised to full 128-bit text (invalid ones are kept as
     /// given, lower-cased, so a Swift-built spec with a typo still shows up to be noticed).
-    public init(specs: [ServiceSpec]) {
+    public init(specs: [ServiceSpec], daemon: DaemonServices = .minimal) {
         var services: [Service] = []
         var next: UInt16 = 0x0008
         func take() -> UInt16 {
@@ -64,10 +109,8 @@ public struct GattLayout: Sendable, Equatable {
             next &+= 1
             return handle
         }
-        let gatt = ServiceSpec(uuid: GattLayout.gattServiceUUID, characteristics: [
-            CharacteristicSpec(uuid: GattLayout.serviceChangedUUID, flags: ["indicate"]),
-        ])
-        for spec in [gatt] + specs {
+        daemonServiceCount = daemon.services.count
+        for spec in daemon.services + specs {
             var service = Service(handle: take(), uuid: SimUUID.full(spec.uuid) ?? spec.uuid.lowercased(),
                                   primary: spec.primary, characteristics: [])
             for characteristicSpec in spec.characteristics {
