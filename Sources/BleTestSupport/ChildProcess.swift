@@ -139,15 +139,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Closes the child's stdin and waits for it to exit.
     public func terminate() {
-        guard !exited else { return }
-        exited = true
-        if stdinWrite >= 0 {
-            close(stdinWrite)
-            stdinWrite = -1
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        close(stdoutRead)
+        _ = reap()
     }
 
     deinit { terminate() }

@@ -144,6 +144,18 @@ public final class ScenarioContext {
         return central
     }
 
+    /// The peer on the air, a central, and the peer discovered, connected and resolved: where
+    /// most scenarios start.
+    func connectedPeer(_ configure: (inout CentralManagerOptions) -> Void = { _ in })
+        async throws -> (PeerPeripheral, CentralManager, Peripheral) {
+        let peer = try await peer()
+        let central = try await central(configure)
+        let peripheral = try await discoverPeer(central)
+        try expect(try await connect(central, peripheral) == nil, "connect failed")
+        try await resolve(peripheral)
+        return (peer, central, peripheral)
+    }
+
     /// Scans until the peer shows up. btvirt reports each advertisement once per scan start,
     /// so a scan that stays silent for a few seconds is restarted (bluetoothd drops the lone
     /// report when the kernel delivers it before discovery is fully on).

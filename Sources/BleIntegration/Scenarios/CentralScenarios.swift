@@ -75,11 +75,7 @@ enum CentralScenarios {
     static let connectAndDiscover = IntegrationScenario(
         "central.connectAndDiscover", "Connect, the whole GATT tree, the MTU BleKit derives from it, and a requested disconnect."
     ) { context in
-        _ = try await context.peer()
-        let central = try await context.central()
-        let peripheral = try await context.discoverPeer(central)
-        try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
-        try await context.resolve(peripheral)
+        let (_, central, peripheral) = try await context.connectedPeer()
         context.step("maximum write lengths: with response \(peripheral.maximumWriteValueLength(for: .withResponse)), without \(peripheral.maximumWriteValueLength(for: .withoutResponse))")
         try context.expect(peripheral.maximumWriteValueLength(for: .withoutResponse) >= 20, "an MTU below the minimum")
         try await context.disconnect(central, peripheral)
@@ -88,11 +84,7 @@ enum CentralScenarios {
     static let readAndWrite = IntegrationScenario(
         "central.readAndWrite", "Reads, writes with and without response, a long write and read, a descriptor, and a refused write."
     ) { context in
-        let peer = try await context.peer()
-        let central = try await context.central()
-        let peripheral = try await context.discoverPeer(central)
-        try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
-        try await context.resolve(peripheral)
+        let (peer, central, peripheral) = try await context.connectedPeer()
         let data = try context.characteristic(peripheral, PeerProtocol.data)
         try context.expect(try await context.read(peripheral, data).get() == PeerProtocol.initialData, "unexpected initial value")
         let short = Data([0xde, 0xad, 0xbe, 0xef])
@@ -139,11 +131,7 @@ enum CentralScenarios {
     static let notify = IntegrationScenario(
         "central.notify", "Notifications on, answers to commands written with and without response, notifications off."
     ) { context in
-        let peer = try await context.peer()
-        let central = try await context.central()
-        let peripheral = try await context.discoverPeer(central)
-        try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
-        try await context.resolve(peripheral)
+        let (peer, central, peripheral) = try await context.connectedPeer()
         let command = try context.characteristic(peripheral, PeerProtocol.command)
         let response = try context.characteristic(peripheral, PeerProtocol.response)
         try await context.setNotify(peripheral, true, response)
@@ -167,11 +155,7 @@ enum CentralScenarios {
     static let disconnectAndReconnect = IntegrationScenario(
         "central.disconnectAndReconnect", "A requested disconnect, then a reconnect to the same Peripheral: a fresh tree and the value kept."
     ) { context in
-        _ = try await context.peer()
-        let central = try await context.central()
-        let peripheral = try await context.discoverPeer(central)
-        try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
-        try await context.resolve(peripheral)
+        let (_, central, peripheral) = try await context.connectedPeer()
         let value = Data([0x42])
         try context.expect(try await context.write(peripheral, value, try context.characteristic(peripheral, PeerProtocol.data)) == nil, "write failed")
         try await context.disconnect(central, peripheral)

@@ -8,21 +8,10 @@ import Foundation
 enum FaultScenarios {
     static let all: [IntegrationScenario] = [daemonRestart, adapterPowerCycle, linkLoss, deviceGone]
 
-    /// Discovered, connected and resolved: the starting point of every fault.
-    @BleLoop static func connectedPeer(_ context: ScenarioContext, _ configure: (inout CentralManagerOptions) -> Void = { _ in })
-        async throws -> (PeerPeripheral, CentralManager, Peripheral) {
-        let peer = try await context.peer()
-        let central = try await context.central(configure)
-        let peripheral = try await context.discoverPeer(central)
-        try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
-        try await context.resolve(peripheral)
-        return (peer, central, peripheral)
-    }
-
     static let daemonRestart = IntegrationScenario(
         "fault.daemonRestart", "bluetoothd restarts (SIGTERM) under a connection: BleKit reports the loss and resetting, recovers, and reconnects."
     ) { context in
-        let (peer, central, peripheral) = try await connectedPeer(context)
+        let (peer, central, peripheral) = try await context.connectedPeer()
         let mark = context.probe.mark
         try await context.backend.restartDaemon()
         context.step("daemon restarted")
@@ -49,7 +38,7 @@ enum FaultScenarios {
     static let adapterPowerCycle = IntegrationScenario(
         "fault.adapterPowerCycle", "The central's adapter is powered off under a connection, then on: poweredOff, the link reported lost, then a reconnect."
     ) { context in
-        let (_, central, peripheral) = try await connectedPeer(context)
+        let (_, central, peripheral) = try await context.connectedPeer()
         let mark = context.probe.mark
         try await context.setPowered(context.backend.centralAdapter, false)
         try await context.waitForDisconnect(peripheral, since: mark, label: "power off")
@@ -74,7 +63,7 @@ enum FaultScenarios {
     static let linkLoss = IntegrationScenario(
         "fault.linkLoss", "The peer's controller is powered off mid-link: the central hears the link drop with the reason, and operations fail cleanly."
     ) { context in
-        let (peer, central, peripheral) = try await connectedPeer(context)
+        let (peer, central, peripheral) = try await context.connectedPeer()
         let data = try context.characteristic(peripheral, PeerProtocol.data)
         let mark = context.probe.mark
         try await context.setPowered(context.backend.peripheralAdapter, false)
