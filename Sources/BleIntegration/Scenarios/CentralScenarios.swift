@@ -47,6 +47,7 @@ enum CentralScenarios {
             ("service UUID", [PeerProtocol.service], ScanOptions()),
             ("name pattern", nil, ScanOptions(pattern: "BleP")),
             ("duplicates", [PeerProtocol.service], ScanOptions(allowDuplicates: true)),
+            ("RSSI threshold", [PeerProtocol.service], ScanOptions(rssiThreshold: -100)),
             ("transport auto", [PeerProtocol.service], ScanOptions(transport: .auto)),
         ]
         for (label, services, options) in variants {
