@@ -21,9 +21,6 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-// One line per scenario as it ends, also when stdout is a file or a pipe (the VM streams it).
-setvbuf(stdout, nil, _IOLBF, 0)
-
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "list":

@@ -51,6 +51,8 @@ public enum IntegrationMain {
                 failures += 1
                 for step in transcript.steps.suffix(8) { print("    step: \(step)") }
             }
+            // Each scenario's line as it ends, also when stdout is a file or a pipe (the VM streams it).
+            fflush(nil)
         }
         print("\(scenarios.count - failures) of \(scenarios.count) scenarios passed on \(kind)")
         return failures == 0 ? 0 : 1
