@@ -7,7 +7,9 @@ public struct KnownDifference: Codable, Sendable {
     public var scenario: String
     /// `steps` or `states`.
     public var list: String
-    /// The entry as bluetoothd's run has it (nil: BleSim has an entry bluetoothd lacks).
+    /// The entry as bluetoothd's run has it (nil: BleSim has an entry bluetoothd lacks). An
+    /// entry starting with `re:` is a regular expression the whole entry must match, for what
+    /// varies between runs of the real daemon.
     public var bluetoothd: String?
     /// The entry as BleSim's run has it (nil: bluetoothd has an entry BleSim lacks).
     public var bleSim: String?
@@ -21,6 +23,15 @@ public struct KnownDifference: Codable, Sendable {
         self.bluetoothd = bluetoothd
         self.bleSim = bleSim
         self.readmeItem = readmeItem
+    }
+
+    /// True when this explains bluetoothd's `real` against BleSim's `simulated`.
+    public func explains(bluetoothd real: String?, bleSim simulated: String?) -> Bool {
+        guard bleSim == simulated else { return false }
+        guard let expected = bluetoothd, let real else { return bluetoothd == nil && real == nil }
+        guard expected.hasPrefix("re:") else { return expected == real }
+        let pattern = "^(?:" + expected.dropFirst(3) + ")$"
+        return real.range(of: pattern, options: .regularExpression) != nil
     }
 
     /// Loads the list kept next to the parity report.
@@ -47,6 +58,8 @@ public struct ParityComparison: Sendable {
         public var unexplained: [(list: String, bluetoothd: String?, bleSim: String?)]
         /// The number of entries both agree on.
         public var agreeing: Int
+        /// Wall time on bluetoothd and on BleSim, in seconds.
+        public var seconds: (bluetoothd: Double?, bleSim: Double?) = (nil, nil)
     }
 
     /// Every scenario compared, in name order.
@@ -59,6 +72,7 @@ public struct ParityComparison: Sendable {
             let simulated = bleSim[name]
             var result = ScenarioResult(scenario: name, passedOnBluetoothd: real?.passed, passedOnBleSim: simulated?.passed,
                                         explained: [], unexplained: [], agreeing: 0)
+            result.seconds = (real?.seconds, simulated?.seconds)
             if let real, let simulated {
                 for (list, left, right) in [("steps", real.steps, simulated.steps), ("states", real.states, simulated.states)] {
                     let known = known.filter { $0.scenario == name && $0.list == list }
@@ -66,7 +80,7 @@ public struct ParityComparison: Sendable {
                         switch difference {
                         case .same: result.agreeing += 1
                         case .differ(let l, let r):
-                            if let match = known.first(where: { $0.bluetoothd == l && $0.bleSim == r }) {
+                            if let match = known.first(where: { $0.explains(bluetoothd: l, bleSim: r) }) {
                                 result.explained.append((list, l, r, match.readmeItem))
                             } else {
                                 result.unexplained.append((list, l, r))
@@ -135,10 +149,17 @@ public struct ParityComparison: Sendable {
         var lines = ["# \(title)", "", context, "",
                      "| scenario | bluetoothd | BleSim | entries agreeing | known differences | unexplained |",
                      "|---|---|---|---|---|---|"]
-        func mark(_ passed: Bool?) -> String { passed.map { $0 ? "pass" : "FAIL" } ?? "not run" }
-        for result in results {
-            lines.append("| `\(result.scenario)` | \(mark(result.passedOnBluetoothd)) | \(mark(result.passedOnBleSim)) | \(result.agreeing) | \(result.explained.count) | \(result.unexplained.count) |")
+        func mark(_ passed: Bool?, _ seconds: Double?) -> String {
+            let verdict = passed.map { $0 ? "pass" : "FAIL" } ?? "not run"
+            return seconds.map { String(format: "%@ (%.1f s)", verdict, $0) } ?? verdict
         }
+        for result in results {
+            lines.append("| `\(result.scenario)` | \(mark(result.passedOnBluetoothd, result.seconds.bluetoothd)) | \(mark(result.passedOnBleSim, result.seconds.bleSim)) | \(result.agreeing) | \(result.explained.count) | \(result.unexplained.count) |")
+        }
+        let realTotal = results.compactMap(\.seconds.bluetoothd).reduce(0, +)
+        let simulatedTotal = results.compactMap(\.seconds.bleSim).reduce(0, +)
+        lines += ["", String(format: "%d scenarios; %.0f s of scenarios on bluetoothd (software-emulated guest), %.1f s on BleSim.",
+                             results.count, realTotal, simulatedTotal)]
         for result in results where !result.explained.isEmpty || !result.unexplained.isEmpty {
             lines += ["", "## `\(result.scenario)`", ""]
             for item in result.explained {

@@ -355,12 +355,21 @@ final class PropertyWait {
     private var reached = false
     private var continuation: CheckedContinuation<Bool, Never>?
 
-    init(connection: Connection, path: ObjectPath, interface: String, name: String, value: DBusValue) {
+    private let accepts: (DBusValue) -> Bool
+
+    convenience init(connection: Connection, path: ObjectPath, interface: String, name: String, value: DBusValue) {
+        self.init(connection: connection, path: path, interface: interface, name: name, describedAs: value) { $0 == value }
+    }
+
+    /// Waits for any value `accepts` approves (`describedAs` names it in the failure).
+    init(connection: Connection, path: ObjectPath, interface: String, name: String, describedAs: DBusValue,
+         accepts: @escaping (DBusValue) -> Bool) {
         self.connection = connection
         self.path = path
         self.interface = interface
         self.name = name
-        self.value = value
+        self.value = describedAs
+        self.accepts = accepts
     }
 
     func arm() throws {
@@ -368,7 +377,7 @@ final class PropertyWait {
             sender: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { [weak self] message in
             guard let self, case .string(let changedInterface)? = message.body.first, changedInterface == self.interface,
                   message.body.count >= 2, let changed = try? BlueZShapes.propertyMap(message.body[1]),
-                  changed[self.name] == self.value else { return }
+                  let changedValue = changed[self.name], self.accepts(changedValue) else { return }
             self.finish(true)
         }
     }
@@ -378,7 +387,7 @@ final class PropertyWait {
             // The value may already hold (nothing to announce).
             let current = try? await connection.call(destination: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties",
                                                      member: "Get", arguments: [.string(interface), .string(name)])
-            if case .variant(let inner)? = current?.first, inner == value { reached = true }
+            if case .variant(let inner)? = current?.first, accepts(inner) { reached = true }
         }
         if !reached {
             let timer = LoopTimer.scheduled(after: deadline) { [weak self] in self?.finish(false) }

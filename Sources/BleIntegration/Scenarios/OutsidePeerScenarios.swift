@@ -33,6 +33,17 @@ enum OutsidePeerScenarios {
         let advertisement = try ChildProcess(arguments: [python, "\(examples)/example-advertisement", "--timeout", "120"],
                                              environment: environment, standardErrorPath: log)
         context.onCleanup { advertisement.stop() }
+        // The two scripts register independently: a central connecting before the application
+        // is registered would see only the daemon's own services. The adapter lists the
+        // application's service UUIDs once it is.
+        let adapter = try ObjectPath("/org/bluez/\(context.backend.peripheralAdapter)")
+        let registered = PropertyWait(connection: try await context.dbus(), path: adapter, interface: "org.bluez.Adapter1",
+                                      name: "UUIDs", describedAs: .string("… 0000180d-0000-1000-8000-00805f9b34fb …")) { value in
+            value.as([String].self)?.contains("0000180d-0000-1000-8000-00805f9b34fb") == true
+        }
+        try registered.arm()
+        try await registered.wait(deadline: context.eventDeadline)
+        context.step("example-gatt-server registered")
         let central = try await context.central()
         let peripheral = try await context.discoverPeer(central, services: nil, name: "TestAdvertisement")
         try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
