@@ -61,7 +61,7 @@ prepare_kernel() {
   fi
   deb=$(ls "$work"/*.deb)
   dpkg -x "$deb" "$work/root" || { rm -rf "$work"; return 125; }
-  rm -f "$deb"
+  rm -f "$deb" "$work/download.log"
   version=$(ls "$work/root/lib/modules")
   depmod -b "$work/root" "$version" || { rm -rf "$work"; return 125; }
   extract_vmlinux "$work/root/boot/vmlinuz-$version" "$work/vmlinux"
