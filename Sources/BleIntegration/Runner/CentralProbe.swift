@@ -1,5 +1,6 @@
 import BleCore
 import BleDBus
+import BleTestSupport
 import Foundation
 
 /// What a BleCore delegate reported, in the order it was reported.
@@ -48,55 +49,33 @@ enum ProbeEvent: CustomStringConvertible {
     static func hex(_ data: Data) -> String { data.isEmpty ? "<empty>" : data.map { String(format: "%02x", $0) }.joined() }
 }
 
-/// A scenario's wait ended without its event.
-public struct ProbeTimeout: Error, CustomStringConvertible {
-    /// What was awaited.
-    public var what: String
-    /// The last events seen meanwhile.
-    public var seen: [String]
-    /// A readable explanation.
-    public var description: String { "timed out waiting for \(what); last events: \(seen.suffix(12).joined(separator: "; "))" }
-}
-
 /// The delegate of a scenario's central and peripherals: records every event and lets the
-/// scenario wait for one with a deadline (never a sleep).
+/// scenario wait for one with a deadline (never a sleep), through BleTestSupport's recorder.
 @BleLoop
 final class CentralProbe {
-    private(set) var events: [ProbeEvent] = []
-    private var waiters: [(id: Int, predicate: (ProbeEvent) -> Bool, continuation: CheckedContinuation<ProbeEvent?, Never>)] = []
-    private var nextID = 0
+    /// A wait that ended without its event.
+    typealias Timeout = EventRecorder<ProbeEvent>.Timeout
+
+    private let recorder = EventRecorder<ProbeEvent>()
+
+    var events: [ProbeEvent] { recorder.events }
 
     /// The index for "events from now on".
-    var mark: Int { events.count }
+    var mark: Int { recorder.events.count }
 
     func record(_ event: ProbeEvent) {
-        events.append(event)
-        let matching = waiters.filter { $0.predicate(event) }
-        waiters.removeAll { waiter in matching.contains { $0.id == waiter.id } }
-        for waiter in matching { waiter.continuation.resume(returning: event) }
+        recorder.append(event)
     }
 
+    /// The first event since `index` that satisfies `predicate`, waiting at most `timeout`.
     @discardableResult
     func wait(since index: Int, timeout: Duration = .seconds(30), _ what: String,
               where predicate: @escaping (ProbeEvent) -> Bool) async throws -> ProbeEvent {
-        if let found = events.dropFirst(index).first(where: predicate) { return found }
-        let id = nextID
-        nextID += 1
-        let timer = LoopTimer.scheduled(after: timeout) { [weak self] in
-            guard let self, let position = self.waiters.firstIndex(where: { $0.id == id }) else { return }
-            self.waiters.remove(at: position).continuation.resume(returning: nil)
+        try await recorder.wait(what, timeout: timeout) { $0.dropFirst(index).contains(where: predicate) }
+        guard let found = recorder.events.dropFirst(index).first(where: predicate) else {
+            throw ScenarioFailure("\(what): the event vanished")
         }
-        let result = await withCheckedContinuation { continuation in waiters.append((id, predicate, continuation)) }
-        timer.cancel()
-        guard let result else { throw ProbeTimeout(what: what, seen: events.map(\.description)) }
-        return result
-    }
-
-    /// Ends every pending wait (the scenario is being torn down).
-    func cancelAll() {
-        let pending = waiters
-        waiters.removeAll()
-        for waiter in pending { waiter.continuation.resume(returning: nil) }
+        return found
     }
 }
 

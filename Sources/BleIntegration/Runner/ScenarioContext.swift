@@ -51,7 +51,6 @@ public final class ScenarioContext {
     func finish() async {
         for work in cleanups.reversed() { await work() }
         cleanups.removeAll()
-        probe.cancelAll()
         for central in centrals { central.close() }
         centrals.removeAll()
         for peer in peers {
@@ -177,7 +176,7 @@ public final class ScenarioContext {
                 let uuids = advertisement.serviceUUIDs.map(\.uuidString)
                 step("\(label): discovered \(advertisement.localName ?? "-") services=\(uuids) connectable=\(advertisement.isConnectable)")
                 return peripheral
-            } catch let timeout as ProbeTimeout {
+            } catch let timeout as CentralProbe.Timeout {
                 central.stopScan()
                 if ContinuousClock.now >= deadline { throw timeout }
             }

@@ -60,7 +60,7 @@ enum CentralScenarios {
         do {
             _ = try await context.discoverPeer(central, services: [PeerProtocol.service], options: ScanOptions(rssiThreshold: -100),
                                                within: .seconds(9), label: "scan RSSI threshold")
-        } catch is ProbeTimeout {
+        } catch is CentralProbe.Timeout {
             context.step("scan RSSI threshold: peer not reported")
         }
         central.stopScan()
@@ -69,7 +69,7 @@ enum CentralScenarios {
         do {
             _ = try await context.discoverPeer(central, services: [BluetoothUUID(UInt16(0xFEED))], within: .seconds(9), label: "scan other service")
             throw ScenarioFailure("the peer was reported for a service it does not advertise")
-        } catch is ProbeTimeout {
+        } catch is CentralProbe.Timeout {
             context.step("scan other service: peer not reported")
         }
         let adapter = try ObjectPath("/org/bluez/\(context.backend.centralAdapter)")
