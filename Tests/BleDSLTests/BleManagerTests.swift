@@ -208,3 +208,43 @@ final class DisconnectLog: PeripheralDidDisConnect, @unchecked Sendable {
         #expect(BleManagerCommand(nil).connect == nil)
     }
 }
+
+/// Seen against the real bluetoothd in the VM (`dsl.commands`): a BleManager created just
+/// before `execute` has not loaded BlueZ's devices yet, so a target named by identifier was
+/// looked up too early and then searched by scanning — which misses a device that advertises
+/// rarely (btvirt: once per scan start).
+@BleLoop
+@Suite struct ConnectByIdentifierTests {
+    @Test func aKnownDeviceIsConnectedByIdentifierWithoutScanningEvenRightAfterInit() async throws {
+        let fixture = try await SimulatorFixture.start(peripherals: [Logger.spec()])
+        defer { fixture.tearDown() }
+        let options = CentralManagerOptions(bus: .address(fixture.bus.address), connectTimeout: .seconds(5))
+        // A first manager makes BlueZ know the device.
+        let scout = BleManager(centralOptions: options)
+        defer { scout.centralManager.centralManager.close() }
+        let found = EventRecorder<Peripheral>()
+        scout.execute(commandItems: [.connect(.uuid(Logger.address)), .scanTimeout(10)]) { result in
+            if case .success(.connected(let peripheral)) = result { found.appendFromAnyThread(peripheral) }
+        }
+        try await found.wait(count: 1)
+        let identifier = found.events[0].identifier.uuidString
+        let gone = EventRecorder<String>()
+        scout.execute(commandItems: [.cancelConnect(found.events[0])]) { _ in gone.appendFromAnyThread("done") }
+        try await gone.wait(count: 1)
+
+        fixture.simulator.clearTrace()
+        let manager = BleManager(centralOptions: options)
+        defer { manager.centralManager.centralManager.close() }
+        let events = EventRecorder<String>()
+        manager.execute(commandItems: [.connect(.uuid(identifier)), .scanTimeout(10)]) { result in
+            switch result {
+            case .success(.connected(let peripheral)): events.appendFromAnyThread("connected \(peripheral.address)")
+            case .success(.disconnected): break
+            case .failure(let error): events.appendFromAnyThread("failed \(error)")
+            }
+        }
+        try await events.wait(count: 1)
+        #expect(events.events == ["connected \(Logger.address)"])
+        #expect(!fixture.simulator.trace.contains { $0.member == "StartDiscovery" }, "it scanned for a device BlueZ already knew")
+    }
+}

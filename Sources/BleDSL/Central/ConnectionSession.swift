@@ -129,7 +129,15 @@ final class SessionRouter: @unchecked Sendable {
             switch session.phase {
             case .waitingForPower:
                 switch state {
-                case .poweredOn: startScanning(session)
+                case .poweredOn:
+                    // BlueZ's known devices are loaded only now: a target named by identifier
+                    // may be known without a scan (one that advertises once per scan start, or
+                    // not at all while connected elsewhere, would never be found by scanning).
+                    if case .uuid(let text, let services)? = session.command.connect, let known = retrieve(text, services: services) {
+                        beginConnecting(session, to: known, attempt: 1)
+                    } else {
+                        startScanning(session)
+                    }
                 case .unknown, .resetting: continue
                 default: end(session, with: .failure(.centralStateError(reason: SessionRouter.reason(state))))
                 }
