@@ -58,6 +58,9 @@ public struct ParityComparison: Sendable {
         public var unexplained: [(list: String, bluetoothd: String?, bleSim: String?)]
         /// The number of entries both agree on.
         public var agreeing: Int
+        /// Both runs side by side, entry by entry: (list, bluetoothd's entry, BleSim's entry,
+        /// and the README item when the two differ for a known reason).
+        public var aligned: [(list: String, bluetoothd: String?, bleSim: String?, readmeItem: Int?)] = []
         /// Wall time on bluetoothd and on BleSim, in seconds.
         public var seconds: (bluetoothd: Double?, bleSim: Double?) = (nil, nil)
     }
@@ -78,12 +81,16 @@ public struct ParityComparison: Sendable {
                     let known = known.filter { $0.scenario == name && $0.list == list }
                     for difference in Self.align(left, right) {
                         switch difference {
-                        case .same: result.agreeing += 1
+                        case .same(let entry):
+                            result.agreeing += 1
+                            result.aligned.append((list, entry, entry, nil))
                         case .differ(let l, let r):
                             if let match = known.first(where: { $0.explains(bluetoothd: l, bleSim: r) }) {
                                 result.explained.append((list, l, r, match.readmeItem))
+                                result.aligned.append((list, l, r, match.readmeItem))
                             } else {
                                 result.unexplained.append((list, l, r))
+                                result.aligned.append((list, l, r, -1))
                             }
                         }
                     }
@@ -160,6 +167,7 @@ public struct ParityComparison: Sendable {
         let simulatedTotal = results.compactMap(\.seconds.bleSim).reduce(0, +)
         lines += ["", String(format: "%d scenarios; %.0f s of scenarios on bluetoothd (software-emulated guest), %.1f s on BleSim.",
                              results.count, realTotal, simulatedTotal)]
+        lines += ["", "# Differences"]
         for result in results where !result.explained.isEmpty || !result.unexplained.isEmpty {
             lines += ["", "## `\(result.scenario)`", ""]
             for item in result.explained {
@@ -168,6 +176,27 @@ public struct ParityComparison: Sendable {
             for item in result.unexplained {
                 lines.append("- **unexplained** (\(item.list)): bluetoothd `\(item.bluetoothd ?? "—")` / BleSim `\(item.bleSim ?? "—")`")
             }
+        }
+        lines += ["", "# Both runs, side by side", "",
+                  "Each scenario's steps, then its states; a row with one side empty is an entry only that side has."]
+        func cell(_ text: String?) -> String {
+            guard let text else { return "—" }
+            let escaped = text.replacingOccurrences(of: "|", with: "\\|")
+            return escaped.count > 160 ? "`\(escaped.prefix(157))…`" : "`\(escaped)`"
+        }
+        for result in results {
+            lines += ["", "<details><summary><code>\(result.scenario)</code></summary>", "",
+                      "| | bluetoothd 5.66 | BleSim | |", "|---|---|---|---|"]
+            for row in result.aligned {
+                let verdict: String
+                if let item = row.readmeItem {
+                    verdict = item < 0 ? "**unexplained**" : "README \(item)"
+                } else {
+                    verdict = "="
+                }
+                lines.append("| \(row.list) | \(cell(row.bluetoothd)) | \(cell(row.bleSim)) | \(verdict) |")
+            }
+            lines += ["", "</details>"]
         }
         return lines.joined(separator: "\n") + "\n"
     }
