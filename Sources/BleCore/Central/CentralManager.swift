@@ -448,8 +448,9 @@ public final class CentralManager: @unchecked Sendable {
         discoveryActive = false
         callBlueZ(adapterPath, BlueZ.adapter, "StopDiscovery") { result in
             switch result {
-            case .success, .failure(.notReady), .failure(.failed), .failure(.bluetoothRestarted):
-                // NotReady: the adapter went off, discovery is over anyway (HA #83673).
+            case .success, .failure(.notReady), .failure(.failed), .failure(.bluetoothRestarted), .failure(.noBus):
+                // NotReady: the adapter went off, discovery is over anyway (HA #83673). No bus:
+                // our connection closed (close()), and bluetoothd ends a leaving client's session.
                 break
             case .failure(let error):
                 BleLog.warning("StopDiscovery failed: \(error)")

@@ -69,6 +69,16 @@ public final class PeerPeripheral {
         isRegistered = true
     }
 
+    /// Stops advertising and keeps serving the application (and its links).
+    public func unregisterAdvertisement() async throws(PeerError) {
+        do {
+            _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.LEAdvertisingManager1",
+                                          member: "UnregisterAdvertisement", arguments: [.objectPath(Self.advertisementPath)])
+        } catch {
+            throw .registrationFailed("advertisement (unregistering)", error)
+        }
+    }
+
     /// Takes the advertisement and the application off the air; errors are ignored because
     /// a restarted daemon has forgotten them already.
     public func unregister() async {

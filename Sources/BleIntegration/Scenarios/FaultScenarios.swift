@@ -6,7 +6,27 @@ import Foundation
 /// adapter powered off and on, the peer's controller going away mid-link, and a connect to a
 /// peripheral that is no longer there.
 enum FaultScenarios {
-    static let all: [IntegrationScenario] = [daemonRestart, adapterPowerCycle, linkLoss, deviceGone]
+    static let all: [IntegrationScenario] = [daemonRestart, adapterPowerCycle, linkLoss, deviceGone, advertisingEndsLinkStays]
+
+    static let advertisingEndsLinkStays = IntegrationScenario(
+        "peripheral.advertisingEndsLinkStays", "The peer stops advertising while connected: the link and its GATT stay usable, and the peer is no longer found by a new scan."
+    ) { context in
+        let (peer, central, peripheral) = try await context.connectedPeer()
+        try await peer.unregisterAdvertisement()
+        context.step("peer stopped advertising")
+        let data = try context.characteristic(peripheral, PeerProtocol.data)
+        try context.expect(try await context.write(peripheral, Data([0x77]), data) == nil, "write after the advertisement ended failed")
+        try context.expect(try await context.read(peripheral, data).get() == Data([0x77]), "read after the advertisement ended failed")
+        context.step("state \(peripheral.state)")
+        try await context.disconnect(central, peripheral)
+        try await CentralScenarios.forgetPeer(context)
+        do {
+            _ = try await context.discoverPeer(central, within: .seconds(9), label: "scan after the advertisement ended")
+            throw ScenarioFailure("the peer was found after it stopped advertising")
+        } catch is CentralProbe.Timeout {
+            context.step("scan after the advertisement ended: peer not reported")
+        }
+    }
 
     static let daemonRestart = IntegrationScenario(
         "fault.daemonRestart", "bluetoothd restarts (SIGTERM) under a connection: BleKit reports the loss and resetting, recovers, and reconnects."

@@ -153,8 +153,9 @@ final class PeripheralRoleBridge {
                                                          application: applications.first))
             }
         } else if let current {
+            // Off the air, but links already made stay up: advertising has no say over them
+            // (seen on bluetoothd 5.66: `peripheral.advertisingEndsLinkStays`).
             simulator.removeFromAir(current)
-            current.application?.dropLinks()
         }
         if let current, advertisements.first != nil { current.application = applications.first }
     }
