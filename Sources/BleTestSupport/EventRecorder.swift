@@ -20,7 +20,7 @@ public final class EventRecorder<Event> {
     public struct Timeout: Error, CustomStringConvertible {
         /// What was awaited.
         public let what: String
-        /// The events seen.
+        /// The last events seen (at most 20).
         public let seen: String
         /// A readable explanation.
         public var description: String { "Timed out waiting for \(what); recorded: \(seen)" }
@@ -54,10 +54,26 @@ public final class EventRecorder<Event> {
             self.waiters.remove(at: index).continuation.resume(returning: false)
         }
         let satisfied = await withCheckedContinuation { continuation in
+            // Checked again where the waiter is registered: an event recorded in between
+            // would otherwise wake nobody.
+            if condition(events) { return continuation.resume(returning: true) }
             waiters.append((id, condition, continuation))
         }
         timer.cancel()
-        guard satisfied else { throw Timeout(what: what, seen: "\(events)") }
+        guard satisfied else {
+            throw Timeout(what: what, seen: events.suffix(20).map { "\($0)" }.joined(separator: "\n  "))
+        }
+    }
+
+    /// The first event since index `since` that satisfies `predicate`: one already recorded,
+    /// or the first to arrive within `timeout`.
+    @discardableResult
+    public func first(since: Int = 0, timeout: Duration = .seconds(30), _ what: String = "an event",
+                      where predicate: @escaping (Event) -> Bool) async throws -> Event {
+        try await wait(what, timeout: timeout) { $0.dropFirst(since).contains(where: predicate) }
+        // The condition held when the waiter woke, on this loop, and events are only appended.
+        guard let found = events.dropFirst(since).first(where: predicate) else { throw Timeout(what: what, seen: "") }
+        return found
     }
 
     /// Waits until at least `count` events were recorded.

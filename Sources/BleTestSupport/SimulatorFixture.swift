@@ -20,20 +20,12 @@ public final class SimulatorFixture {
     /// The test's client connection.
     public let client: Connection
     /// Every signal from the simulator, in arrival order.
-    public private(set) var signals: [DBusMessage] = []
+    public var signals: [DBusMessage] { recorder.events }
+    private let recorder = EventRecorder<DBusMessage>()
     private var subscription: SignalSubscription?
-    private var waiters: [(id: Int, predicate: (DBusMessage) -> Bool, continuation: CheckedContinuation<DBusMessage?, Never>)] = []
-    private var nextWaiter = 0
 
     /// Why a wait ended without its event.
-    public struct Timeout: Error, CustomStringConvertible {
-        /// What was awaited.
-        public var what: String
-        /// The signals seen meanwhile.
-        public var seen: [String]
-        /// A readable explanation.
-        public var description: String { "Timed out waiting for \(what); signals seen: \(seen.suffix(20).joined(separator: "\n  "))" }
-    }
+    public typealias Timeout = EventRecorder<DBusMessage>.Timeout
 
     private init(bus: PrivateBus, simulator: Simulator, client: Connection) {
         self.bus = bus
@@ -72,10 +64,7 @@ public final class SimulatorFixture {
     }
 
     private func received(_ message: DBusMessage) {
-        signals.append(message)
-        let matching = waiters.filter { $0.predicate(message) }
-        waiters.removeAll { waiter in matching.contains { $0.id == waiter.id } }
-        for waiter in matching { waiter.continuation.resume(returning: message) }
+        recorder.append(message)
     }
 
     /// Calls a method on `org.bluez`.
@@ -102,19 +91,7 @@ public final class SimulatorFixture {
     @discardableResult
     public func waitForSignal(since index: Int = 0, timeout: Duration = .seconds(10), _ what: String = "a signal",
                               where predicate: @escaping (DBusMessage) -> Bool) async throws -> DBusMessage {
-        if let found = signals.dropFirst(index).first(where: predicate) { return found }
-        let id = nextWaiter
-        nextWaiter += 1
-        let timer = LoopTimer.scheduled(after: timeout) { [weak self] in
-            guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
-            self.waiters.remove(at: index).continuation.resume(returning: nil)
-        }
-        let result = await withCheckedContinuation { continuation in
-            waiters.append((id, predicate, continuation))
-        }
-        timer.cancel()
-        guard let result else { throw Timeout(what: what, seen: signals.map(\.description)) }
-        return result
+        try await recorder.first(since: index, timeout: timeout, what, where: predicate)
     }
 
     /// Waits until a property of an object reads `expected` in a `PropertiesChanged`.

@@ -69,36 +69,22 @@ struct WaitTimeout: Error, CustomStringConvertible {
 /// Records delegate events; tests wait on them with deadlines (never sleeps).
 @BleLoop
 final class Recorder {
-    private(set) var events: [Event] = []
-    private var waiters: [(id: Int, predicate: (Event) -> Bool, continuation: CheckedContinuation<Event?, Never>)] = []
-    private var nextID = 0
+    var events: [Event] { recorder.events }
+    private let recorder = EventRecorder<Event>()
     /// Runs inside a callback, for tests that act from within one.
     var onEvent: ((Event) -> Void)?
 
     var mark: Int { events.count }
 
     func record(_ event: Event) {
-        events.append(event)
+        recorder.append(event)
         onEvent?(event)
-        let matching = waiters.filter { $0.predicate(event) }
-        waiters.removeAll { waiter in matching.contains { $0.id == waiter.id } }
-        for waiter in matching { waiter.continuation.resume(returning: event) }
     }
 
     @discardableResult
     func wait(since index: Int = 0, timeout: Duration = .seconds(20), _ what: String = "an event",
               where predicate: @escaping (Event) -> Bool) async throws -> Event {
-        if let found = events.dropFirst(index).first(where: predicate) { return found }
-        let id = nextID
-        nextID += 1
-        let timer = LoopTimer.scheduled(after: timeout) { [weak self] in
-            guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
-            self.waiters.remove(at: index).continuation.resume(returning: nil)
-        }
-        let result = await withCheckedContinuation { continuation in waiters.append((id, predicate, continuation)) }
-        timer.cancel()
-        guard let result else { throw WaitTimeout(what: what, seen: events.map(\.description)) }
-        return result
+        try await recorder.first(since: index, timeout: timeout, what, where: predicate)
     }
 
     func count(since index: Int = 0, where predicate: (Event) -> Bool) -> Int {

@@ -20,7 +20,6 @@ public final class BluetoothdBackend: IntegrationBackend {
     /// Nothing to add: outside programs find the system bus by themselves.
     public let peerEnvironment: [String: String] = [:]
     private let controlScript: String?
-    private var maintenance: Connection?
 
     /// Uses the guest's `BLEKIT_VM_BLUETOOTHD_CONTROL` script for restarts, when there is one.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -40,17 +39,8 @@ public final class BluetoothdBackend: IntegrationBackend {
         }
     }
 
-    /// Removes every device of both adapters.
-    public func reset() async throws {
-        if maintenance == nil { maintenance = try await Connection.open(.system) }
-        if let maintenance { try await removeAllDevices(using: maintenance) }
-    }
-
-    /// Closes the maintenance connection.
-    public func tearDown() {
-        maintenance?.close()
-        maintenance = nil
-    }
+    /// Nothing to stop: the guest's daemons belong to the VM.
+    public func tearDown() {}
 
     /// Runs a program to completion off the loop (it blocks on the child's output).
     nonisolated static func run(_ arguments: [String], timeout: TimeInterval) async throws -> (status: Int32?, output: String) {

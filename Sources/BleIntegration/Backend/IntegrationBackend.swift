@@ -29,7 +29,8 @@ public protocol IntegrationBackend: AnyObject {
     /// Stops the daemon with SIGTERM and starts it again; returns once both adapters are back
     /// and powered.
     func restartDaemon() async throws
-    /// Removes what earlier scenarios left behind (devices, bonds) so each starts afresh.
+    /// Removes what earlier scenarios left behind (devices, bonds) so each starts afresh; the
+    /// extension gives every backend the same one.
     func reset() async throws
     /// Stops what the backend started.
     func tearDown()
@@ -54,20 +55,18 @@ public enum BackendError: Error, CustomStringConvertible {
 extension IntegrationBackend {
     /// Gives the next scenario a clean slate: both adapters powered, no link left up, and no
     /// device objects (bonds included) from earlier scenarios. A link is taken down and
-    /// awaited before its device is removed, because removing a device whose link is still
+    /// awaited before its device is removed, because removing a device whose link was still
     /// going down left the next connect to it hanging on the real daemon.
-    func removeAllDevices(using connection: Connection) async throws {
+    public func reset() async throws {
+        let connection = try await Connection.open(busAddress)
+        defer { connection.close() }
         let reply = try await connection.call(destination: "org.bluez", path: .root,
                                               interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
         guard let first = reply.first else { return }
         let objects = try BlueZShapes.managedObjects(first)
         for (path, interfaces) in objects.sorted(by: { $0.key < $1.key }) {
             guard let adapter = interfaces["org.bluez.Adapter1"], adapter["Powered"] == .boolean(false) else { continue }
-            let powered = PropertyWait(connection: connection, path: path, interface: "org.bluez.Adapter1", name: "Powered", value: .boolean(true))
-            try powered.arm()
-            _ = try await connection.call(destination: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties", member: "Set",
-                                          arguments: [.string("org.bluez.Adapter1"), .string("Powered"), .variant(.boolean(true))])
-            try await powered.wait(deadline: .seconds(15))
+            try await ScenarioContext.setPowered(true, adapter: path, using: connection, deadline: .seconds(15))
         }
         for (path, interfaces) in objects {
             guard let device = interfaces["org.bluez.Device1"], device["Connected"] == .boolean(true) else { continue }

@@ -24,7 +24,6 @@ public final class SimulatorBackend: IntegrationBackend {
     public let peripheralAdapter = "hci0"
     /// `DBUS_SYSTEM_BUS_ADDRESS` pointing at the private bus.
     public var peerEnvironment: [String: String] { bus.environment }
-    private var maintenance: Connection?
 
     /// btvirt's controller addresses in the VM: `00:AA:01:00:00:00` and `00:AA:01:01:00:01`.
     public static let configuration = Simulator.Configuration(adapters: [
@@ -55,23 +54,8 @@ public final class SimulatorBackend: IntegrationBackend {
         try await simulator.restart(.clean, on: bus.busAddress)
     }
 
-    /// Removes every device, as between runs of the real daemon.
-    public func reset() async throws {
-        let connection = try await maintenanceConnection()
-        try await removeAllDevices(using: connection)
-    }
-
-    private func maintenanceConnection() async throws -> Connection {
-        if let maintenance { return maintenance }
-        let connection = try await Connection.open(bus.busAddress)
-        maintenance = connection
-        return connection
-    }
-
     /// Stops BleSim and the bus.
     public func tearDown() {
-        maintenance?.close()
-        maintenance = nil
         simulator.stop(.clean)
         bus.stopInBackground()
     }

@@ -44,6 +44,28 @@ public struct KnownDifference: Codable, Sendable {
 /// in order, and explains each difference with a `KnownDifference` or reports it as
 /// unexplained.
 public struct ParityComparison: Sendable {
+    /// How one aligned pair of entries compares.
+    public enum Verdict: Sendable, Equatable {
+        /// Both sides have the entry.
+        case same
+        /// They differ, as item N of BleSim's README explains.
+        case known(readmeItem: Int)
+        /// They differ and nothing explains it.
+        case unexplained
+    }
+
+    /// One aligned pair: an entry of `steps` or `states` on each side (nil: that side lacks it).
+    public struct Row: Sendable {
+        /// `steps` or `states`.
+        public var list: String
+        /// bluetoothd's entry.
+        public var bluetoothd: String?
+        /// BleSim's entry.
+        public var bleSim: String?
+        /// How they compare.
+        public var verdict: Verdict
+    }
+
     /// One scenario's outcome.
     public struct ScenarioResult: Sendable {
         /// The scenario.
@@ -52,15 +74,22 @@ public struct ParityComparison: Sendable {
         public var passedOnBluetoothd: Bool?
         /// Whether it passed on BleSim.
         public var passedOnBleSim: Bool?
+        /// Both runs side by side, entry by entry, each row with its verdict.
+        public var rows: [Row] = []
+
         /// Differences with their explanation (README item), in order.
-        public var explained: [(list: String, bluetoothd: String?, bleSim: String?, readmeItem: Int)]
+        public var explained: [(list: String, bluetoothd: String?, bleSim: String?, readmeItem: Int)] {
+            rows.compactMap { row in
+                if case .known(let item) = row.verdict { return (row.list, row.bluetoothd, row.bleSim, item) }
+                return nil
+            }
+        }
         /// Differences nobody explained.
-        public var unexplained: [(list: String, bluetoothd: String?, bleSim: String?)]
+        public var unexplained: [(list: String, bluetoothd: String?, bleSim: String?)] {
+            rows.compactMap { row in row.verdict == .unexplained ? (row.list, row.bluetoothd, row.bleSim) : nil }
+        }
         /// The number of entries both agree on.
-        public var agreeing: Int
-        /// Both runs side by side, entry by entry: (list, bluetoothd's entry, BleSim's entry,
-        /// and the README item when the two differ for a known reason).
-        public var aligned: [(list: String, bluetoothd: String?, bleSim: String?, readmeItem: Int?)] = []
+        public var agreeing: Int { rows.filter { $0.verdict == .same }.count }
         /// Wall time on bluetoothd and on BleSim, in seconds.
         public var seconds: (bluetoothd: Double?, bleSim: Double?) = (nil, nil)
     }
@@ -73,25 +102,19 @@ public struct ParityComparison: Sendable {
         for name in Set(bluetoothd.keys).union(bleSim.keys).sorted() {
             let real = bluetoothd[name]
             let simulated = bleSim[name]
-            var result = ScenarioResult(scenario: name, passedOnBluetoothd: real?.passed, passedOnBleSim: simulated?.passed,
-                                        explained: [], unexplained: [], agreeing: 0)
+            var result = ScenarioResult(scenario: name, passedOnBluetoothd: real?.passed, passedOnBleSim: simulated?.passed)
             result.seconds = (real?.seconds, simulated?.seconds)
             if let real, let simulated {
                 for (list, left, right) in [("steps", real.steps, simulated.steps), ("states", real.states, simulated.states)] {
                     let known = known.filter { $0.scenario == name && $0.list == list }
-                    for difference in Self.align(left, right) {
-                        switch difference {
+                    for alignment in Self.align(left, right) {
+                        switch alignment {
                         case .same(let entry):
-                            result.agreeing += 1
-                            result.aligned.append((list, entry, entry, nil))
+                            result.rows.append(Row(list: list, bluetoothd: entry, bleSim: entry, verdict: .same))
                         case .differ(let l, let r):
-                            if let match = known.first(where: { $0.explains(bluetoothd: l, bleSim: r) }) {
-                                result.explained.append((list, l, r, match.readmeItem))
-                                result.aligned.append((list, l, r, match.readmeItem))
-                            } else {
-                                result.unexplained.append((list, l, r))
-                                result.aligned.append((list, l, r, -1))
-                            }
+                            let match = known.first { $0.explains(bluetoothd: l, bleSim: r) }
+                            result.rows.append(Row(list: list, bluetoothd: l, bleSim: r,
+                                                   verdict: match.map { .known(readmeItem: $0.readmeItem) } ?? .unexplained))
                         }
                     }
                 }
@@ -187,12 +210,12 @@ public struct ParityComparison: Sendable {
         for result in results {
             lines += ["", "<details><summary><code>\(result.scenario)</code></summary>", "",
                       "| | bluetoothd 5.66 | BleSim | |", "|---|---|---|---|"]
-            for row in result.aligned {
+            for row in result.rows {
                 let verdict: String
-                if let item = row.readmeItem {
-                    verdict = item < 0 ? "**unexplained**" : "README \(item)"
-                } else {
-                    verdict = "="
+                switch row.verdict {
+                case .same: verdict = "="
+                case .known(let item): verdict = "README \(item)"
+                case .unexplained: verdict = "**unexplained**"
                 }
                 lines.append("| \(row.list) | \(cell(row.bluetoothd)) | \(cell(row.bleSim)) | \(verdict) |")
             }

@@ -52,31 +52,17 @@ public final class PeerPeripheral {
 
     /// Registers the application, then the advertisement, with the adapter.
     public func register() async throws(PeerError) {
-        do {
-            _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.GattManager1",
-                                          member: "RegisterApplication",
-                                          arguments: [.objectPath(Self.root), BlueZShapes.propertyDictionary([])])
-        } catch {
-            throw .registrationFailed("GATT application", error)
-        }
-        do {
-            _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.LEAdvertisingManager1",
-                                          member: "RegisterAdvertisement",
-                                          arguments: [.objectPath(Self.advertisementPath), BlueZShapes.propertyDictionary([])])
-        } catch {
-            throw .registrationFailed("advertisement", error)
-        }
+        try await adapterCall("GATT application", "org.bluez.GattManager1", "RegisterApplication",
+                              [.objectPath(Self.root), BlueZShapes.propertyDictionary([])])
+        try await adapterCall("advertisement", "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
+                              [.objectPath(Self.advertisementPath), BlueZShapes.propertyDictionary([])])
         isRegistered = true
     }
 
     /// Stops advertising and keeps serving the application (and its links).
     public func unregisterAdvertisement() async throws(PeerError) {
-        do {
-            _ = try await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.LEAdvertisingManager1",
-                                          member: "UnregisterAdvertisement", arguments: [.objectPath(Self.advertisementPath)])
-        } catch {
-            throw .registrationFailed("advertisement (unregistering)", error)
-        }
+        try await adapterCall("advertisement (unregistering)", "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+                              [.objectPath(Self.advertisementPath)])
     }
 
     /// Takes the advertisement and the application off the air; errors are ignored because
@@ -84,10 +70,17 @@ public final class PeerPeripheral {
     public func unregister() async {
         isRegistered = false
         stopStream()
-        _ = try? await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.LEAdvertisingManager1",
-                                       member: "UnregisterAdvertisement", arguments: [.objectPath(Self.advertisementPath)])
-        _ = try? await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.GattManager1",
-                                       member: "UnregisterApplication", arguments: [.objectPath(Self.root)])
+        try? await unregisterAdvertisement()
+        try? await adapterCall("GATT application (unregistering)", "org.bluez.GattManager1", "UnregisterApplication",
+                               [.objectPath(Self.root)])
+    }
+
+    private func adapterCall(_ what: String, _ interface: String, _ member: String, _ arguments: [DBusValue]) async throws(PeerError) {
+        do {
+            _ = try await connection.call(destination: "org.bluez", path: adapter, interface: interface, member: member, arguments: arguments)
+        } catch {
+            throw .registrationFailed(what, error)
+        }
     }
 
     /// Stops streaming; the objects stay exported until the connection closes.

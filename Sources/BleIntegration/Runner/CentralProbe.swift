@@ -71,11 +71,7 @@ final class CentralProbe {
     @discardableResult
     func wait(since index: Int, timeout: Duration = .seconds(30), _ what: String,
               where predicate: @escaping (ProbeEvent) -> Bool) async throws -> ProbeEvent {
-        try await recorder.wait(what, timeout: timeout) { $0.dropFirst(index).contains(where: predicate) }
-        guard let found = recorder.events.dropFirst(index).first(where: predicate) else {
-            throw ScenarioFailure("\(what): the event vanished")
-        }
-        return found
+        try await recorder.first(since: index, timeout: timeout, what, where: predicate)
     }
 }
 

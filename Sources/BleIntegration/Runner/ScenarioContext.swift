@@ -31,7 +31,6 @@ public final class ScenarioContext {
     /// Records a step of the transcript.
     func step(_ text: String) {
         steps.append(text)
-        trace.mark(text)
     }
 
     /// Fails the scenario unless `condition` holds.
@@ -93,14 +92,25 @@ public final class ScenarioContext {
 
     /// Sets an adapter's `Powered` and waits until BlueZ reports the new value.
     func setPowered(_ adapter: String, _ on: Bool) async throws {
-        let path = try ObjectPath("/org/bluez/\(adapter)")
-        let connection = try await dbus()
+        let label = "set \(adapter) Powered=\(on)"
+        do {
+            try await Self.setPowered(on, adapter: try ObjectPath("/org/bluez/\(adapter)"), using: try await dbus(), deadline: eventDeadline)
+            step("\(label) ok")
+        } catch let error as DBusError {
+            step("\(label) \(Self.describe(error))")
+            throw error
+        }
+    }
+
+    /// Sets an adapter's `Powered` and returns once BlueZ reports the new value (at once when
+    /// it already holds).
+    static func setPowered(_ on: Bool, adapter path: ObjectPath, using connection: Connection, deadline: Duration) async throws {
         let reached = PropertyWait(connection: connection, path: path, interface: "org.bluez.Adapter1",
                                    name: "Powered", value: .boolean(on))
         try reached.arm()
-        _ = try await call("set \(adapter) Powered=\(on)", path, "org.freedesktop.DBus.Properties", "Set",
-                       [.string("org.bluez.Adapter1"), .string("Powered"), .variant(.boolean(on))]).get()
-        try await reached.wait(deadline: eventDeadline)
+        _ = try await connection.call(destination: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties", member: "Set",
+                                      arguments: [.string("org.bluez.Adapter1"), .string("Powered"), .variant(.boolean(on))])
+        try await reached.wait(deadline: deadline)
     }
 
     static func describe(_ error: DBusError) -> String {

@@ -33,7 +33,7 @@ public final class ScenarioRunner {
         }
         await context.finish()
         transcript.steps = context.steps
-        transcript.states = context.trace.entries.filter { !$0.hasPrefix("-- ") }
+        transcript.states = context.trace.entries
         let elapsed = ContinuousClock.now - started
         transcript.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return transcript

@@ -62,11 +62,6 @@ final class StateTrace {
         })
     }
 
-    /// Adds a scenario's own marker, so that the states around it can be told apart.
-    func mark(_ text: String) {
-        entries.append("-- \(text)")
-    }
-
     func stop() {
         for subscription in subscriptions { subscription.cancel() }
         subscriptions.removeAll()

@@ -418,8 +418,8 @@ final class ApplicationPeripheral: SimGattServer {
         guard let path = objectByHandle[handle], let connection else { return reply(.failure(.readNotPermitted)) }
         let characteristic = layout.characteristic(handle: handle)
         let isValue = characteristic?.valueHandle == handle
-        // bluetoothd's server checks the declared properties before it asks the app.
-        if let characteristic, isValue, !characteristic.has("read") { return reply(.failure(.readNotPermitted)) }
+        // bluetoothd's server checks the permissions the flags give before it asks the app.
+        if let characteristic, isValue, !characteristic.isReadable { return reply(.failure(.readNotPermitted)) }
         let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
         connection.call(destination: owner, path: path, interface: interface, member: "ReadValue",
                         arguments: [options(for: link, offset: offset)]) { result in
@@ -442,11 +442,10 @@ final class ApplicationPeripheral: SimGattServer {
         guard offset + value.count <= 510 else { return reply(withResponse ? .failure(.invalidAttributeValueLength) : .success(())) }
         let characteristic = layout.characteristic(handle: handle)
         let isValue = characteristic?.valueHandle == handle
-        if let characteristic, isValue {
-            let writable = withResponse ? characteristic.has("write") || characteristic.has("reliable-write")
-                                        : characteristic.has("write-without-response")
-            // A Write Command the properties do not allow is dropped without an answer.
-            guard writable else { return reply(withResponse ? .failure(.writeNotPermitted) : .success(())) }
+        // bluetoothd's server checks the permissions before it asks the app; a Write Command it
+        // refuses is dropped without an answer.
+        if let characteristic, isValue, !characteristic.isWritable {
+            return reply(withResponse ? .failure(.writeNotPermitted) : .success(()))
         }
         let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
         connection.call(destination: owner, path: path, interface: interface, member: "WriteValue",

@@ -32,6 +32,16 @@ public struct GattLayout: Sendable, Equatable {
 
         /// True when `flag` is set.
         public func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+        /// The server lets a client read it: bluetoothd grants read permission for `read` and
+        /// its security variants (`encrypt-read`, `secure-read`, …).
+        public var isReadable: Bool { has("read") || flags.contains { $0.hasSuffix("-read") } }
+
+        /// The server lets a client write it, by request or command alike: bluetoothd grants one
+        /// write permission for every write flag, whatever the operation.
+        public var isWritable: Bool {
+            has("write") || has("write-without-response") || has("reliable-write") || flags.contains { $0.hasSuffix("-write") }
+        }
     }
 
     /// A descriptor.

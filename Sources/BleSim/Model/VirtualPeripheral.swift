@@ -188,7 +188,7 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
             if let error = simulator.faults.attError(address: spec.address, uuid: characteristic.uuid, operation: .read) {
                 return reply(.failure(error))
             }
-            guard characteristic.has("read") || characteristic.flags.contains(where: { $0.hasSuffix("-read") }) else {
+            guard characteristic.isReadable else {
                 return reply(.failure(.readNotPermitted))
             }
             let rules = spec.rules.filter { $0.trigger == .read(characteristic: characteristic.uuid) }
@@ -236,9 +236,7 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
             if let error = simulator.faults.attError(address: spec.address, uuid: uuid, operation: .write) {
                 return reply(.failure(error))
             }
-            let writable = characteristic.has("write") || characteristic.has("write-without-response") ||
-                characteristic.has("reliable-write") || characteristic.flags.contains(where: { $0.hasSuffix("-write") })
-            guard writable else {
+            guard characteristic.isWritable else {
                 // A Write Command to a read-only attribute is dropped without an answer.
                 return reply(withResponse ? .failure(.writeNotPermitted) : .success(()))
             }

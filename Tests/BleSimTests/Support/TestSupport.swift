@@ -171,10 +171,9 @@ extension DBusMessage {
 /// list holds only `org.bluez`'s signals, not the bus's NameOwnerChanged).
 @BleLoop
 final class SignalLog {
-    private(set) var messages: [DBusMessage] = []
+    var messages: [DBusMessage] { recorder.events }
+    private let recorder = EventRecorder<DBusMessage>()
     private var subscriptions: [SignalSubscription] = []
-    private var waiters: [(id: Int, predicate: (DBusMessage) -> Bool, continuation: CheckedContinuation<DBusMessage?, Never>)] = []
-    private var nextWaiter = 0
 
     init(_ connection: Connection, _ matches: [SignalMatch]) throws {
         for match in matches {
@@ -183,27 +182,14 @@ final class SignalLog {
     }
 
     private func received(_ message: DBusMessage) {
-        messages.append(message)
-        let ready = waiters.filter { $0.predicate(message) }
-        waiters.removeAll { waiter in ready.contains { $0.id == waiter.id } }
-        for waiter in ready { waiter.continuation.resume(returning: message) }
+        recorder.append(message)
     }
 
     /// The first message since `since` that satisfies `predicate`, waiting deadline-bound.
     @discardableResult
     func wait(since: Int = 0, timeout: Duration = .seconds(10), _ what: String,
               where predicate: @escaping (DBusMessage) -> Bool) async throws -> DBusMessage {
-        if let found = messages.dropFirst(since).first(where: predicate) { return found }
-        let id = nextWaiter
-        nextWaiter += 1
-        let timer = LoopTimer.scheduled(after: timeout) { [weak self] in
-            guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
-            self.waiters.remove(at: index).continuation.resume(returning: nil)
-        }
-        let message = await withCheckedContinuation { continuation in waiters.append((id, predicate, continuation)) }
-        timer.cancel()
-        guard let message else { throw FixtureError.unexpected("timed out waiting for \(what); got \(messages.map(\.description))") }
-        return message
+        try await recorder.first(since: since, timeout: timeout, what, where: predicate)
     }
 
     func cancel() { subscriptions.forEach { $0.cancel() } }
