@@ -4,6 +4,7 @@ import PackageDescription
 let package = Package(
     name: "BleKit",
     products: [
+        .library(name: "BleRuntime", targets: ["BleRuntime"]),
         .library(name: "BleDBus", targets: ["BleDBus"]),
         .library(name: "BleTestSupport", targets: ["BleTestSupport"]),
         .library(name: "BleSim", targets: ["BleSim"]),
@@ -23,7 +24,9 @@ let package = Package(
             pkgConfig: "glib-2.0",
             providers: [.apt(["libglib2.0-dev"])]
         ),
-        .target(name: "BleDBus", dependencies: ["CDBus", "CGLib"]),
+        // The GLib loop, its global actor, timers and executor: for layers that need the loop but not D-Bus.
+        .target(name: "BleRuntime", dependencies: ["CGLib"]),
+        .target(name: "BleDBus", dependencies: ["BleRuntime", "CDBus", "CGLib"]),
         .target(name: "BleSim", dependencies: ["BleDBus"], exclude: ["README.md"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleDBus"]),
         .target(name: "BleCore", dependencies: ["BleDBus"]),

@@ -20,7 +20,7 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor {
     }
 
     /// The shared loop's executor, as the task executor that `Connection` calls prefer.
-    static var sharedTaskExecutor: LoopExecutor { sharedExecutor }
+    package static var sharedTaskExecutor: LoopExecutor { sharedExecutor }
 
     static func instance(for loop: MainLoop) -> LoopExecutor {
         if loop === MainLoop.shared { return sharedExecutor }

@@ -40,7 +40,8 @@ public final class MainLoop: Sendable {
         case job(UnownedJob)
     }
 
-    nonisolated(unsafe) let context: OpaquePointer
+    /// The GLib main context, for sources attached by hand (D-Bus watches and timeouts).
+    nonisolated(unsafe) package let context: OpaquePointer
     nonisolated(unsafe) private let loop: OpaquePointer
     /// The source that runs queued work: one for the loop's life, ready while `drainPending`
     /// is set. (An idle source per batch of work cost a GLib source per method call.)
