@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "BleRuntime", dependencies: ["CGLib"]),
         .target(name: "BleDBus", dependencies: ["BleRuntime", "CDBus", "CGLib"]),
         .target(name: "BleSim", dependencies: ["BleDBus"], exclude: ["README.md"]),
-        .target(name: "BleDSL", dependencies: ["BleCore", "BleDBus"]),
+        .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
         .target(name: "BleCore", dependencies: ["BleDBus"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim"]),
         .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "DataLoggerExample"]),

@@ -190,7 +190,7 @@ struct CentralTests {
         defer { bench.tearDown() }
         let peripheral = try await bench.connected()
         #expect(bench.central.retrieveConnectedPeripherals(withServices: [Sample.service]).first === peripheral)
-        #expect(bench.central.retrieveConnectedPeripherals(withServices: [BluetoothUUID("abcd")]).isEmpty)
+        #expect(bench.central.retrieveConnectedPeripherals(withServices: [BluetoothUUID(string: "abcd")]).isEmpty)
         #expect(bench.central.retrievePeripherals(withIdentifiers: [peripheral.identifier]).first === peripheral)
         #expect(peripheral.identifier == PeripheralIdentifier.make(adapterAddress: "00:AA:01:00:00:00", deviceAddress: Sample.address))
     }

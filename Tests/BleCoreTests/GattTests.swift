@@ -105,17 +105,26 @@ struct GattTests {
         mark = bench.recorder.mark
         bench.central.cancelPeripheralConnection(peripheral)
         try await bench.await("disconnect", since: mark) { if case .disconnected = $0 { return true }; return false }
+        // The subscription belonged to the link and ended with it.
+        #expect(!notify.isNotifying)
+        mark = bench.recorder.mark
         try await bench.connect(peripheral)
         try await bench.resolve(peripheral)
+        // The app asked for notifications and never turned them off: BleKit re-arms them once.
+        try await bench.await("re-armed", since: mark) { if case .notifyState(_, true, nil) = $0 { return true }; return false }
         notify = bench.characteristic(peripheral, Sample.notify)
-        #expect(!notify.isNotifying)
-        // Not re-enabled: a lingering bluetoothd session must not deliver ghosts.
+        #expect(notify.isNotifying)
         mark = bench.recorder.mark
         virtual.notify(Sample.full("ff02"), value: Data([1]))
         peripheral.readValue(for: bench.characteristic(peripheral, Sample.readWrite))  // a barrier
         try await bench.await("barrier", since: mark) { if case .value(let c, _, _) = $0 { return c.uuid == Sample.readWrite }; return false }
-        #expect(bench.recorder.count(since: mark) { if case .value(let c, _, _) = $0 { return c.uuid == Sample.notify }; return false } == 0)
-        notify.prefersStartNotify = true
+        // Once: neither a ghost of the old session nor a double through both paths.
+        #expect(bench.recorder.count(since: mark) { if case .value(let c, _, _) = $0 { return c.uuid == Sample.notify }; return false } == 1)
+        // Turning it off and on again (what an iOS app does after reconnecting) stays single.
+        mark = bench.recorder.mark
+        peripheral.setNotifyValue(false, for: notify)
+        try await bench.await("off", since: mark) { if case .notifyState(_, false, nil) = $0 { return true }; return false }
+        virtual.notify(Sample.full("ff02"), value: Data([9]))
         peripheral.setNotifyValue(true, for: notify)
         try await bench.await("notify state", since: mark) { if case .notifyState(_, true, nil) = $0 { return true }; return false }
         mark = bench.recorder.mark
@@ -134,7 +143,7 @@ struct GattTests {
         var mark = bench.recorder.mark
         peripheral.setNotifyValue(true, for: notify)
         try await bench.await("notify state", since: mark) { if case .notifyState(_, true, nil) = $0 { return true }; return false }
-        guard case .acquired(let descriptor, _) = notify.notify.mode else { Issue.record("not acquired"); return }
+        guard let descriptor = notify.subscription?.descriptor else { Issue.record("not acquired"); return }
         // EOF on our end of the socket, as when bluetoothd drops an early notification.
         shutdown(descriptor, Int32(SHUT_RDWR))
         try await bench.fixture.waitForSignal { $0.member == "PropertiesChanged" && SimulatorFixture.changedValue($0, "Notifying") == .boolean(true) && bench.trace("StartNotify") == 1 }
@@ -216,9 +225,9 @@ struct GattTests {
         defer { bench.tearDown() }
         let peripheral = try await bench.connected()
         let mark = bench.recorder.mark
-        peripheral.discoverServices([BluetoothUUID("abcd")])
+        peripheral.discoverServices([BluetoothUUID(string: "abcd")])
         let event = try await bench.await("services", since: mark) { if case .services = $0 { return true }; return false }
-        #expect(event.error == .serviceNotFound(BluetoothUUID("abcd")))
+        #expect(event.error == .serviceNotFound(BluetoothUUID(string: "abcd")))
     }
 
     @Test func changedGattTreeReportsModifiedServices() async throws {

@@ -127,7 +127,7 @@ extension Recorder: @preconcurrency PeripheralDelegate {
         record(.wrote(characteristic, error as? BleError))
     }
     func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: Error?) {
-        record(.notifyState(characteristic, characteristic.notify.isOn, error as? BleError))
+        record(.notifyState(characteristic, characteristic.isNotifyingOnLoop, error as? BleError))
     }
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: Error?) {
         record(.descriptorValue(descriptor, descriptor.cachedValue, error as? BleError))
@@ -141,12 +141,12 @@ extension Recorder: @preconcurrency PeripheralDelegate {
 enum Sample {
     static let address = "C0:FF:EE:00:00:01"
     static let other = "C0:FF:EE:00:00:02"
-    static let service = BluetoothUUID("ff00")
-    static let readWrite = BluetoothUUID("ff01")
-    static let notify = BluetoothUUID("ff02")
-    static let writeNoResponse = BluetoothUUID("ff03")
-    static let indicate = BluetoothUUID("ff04")
-    static let userDescription = BluetoothUUID("2901")
+    static let service = BluetoothUUID(string: "ff00")
+    static let readWrite = BluetoothUUID(string: "ff01")
+    static let notify = BluetoothUUID(string: "ff02")
+    static let writeNoResponse = BluetoothUUID(string: "ff03")
+    static let indicate = BluetoothUUID(string: "ff04")
+    static let userDescription = BluetoothUUID(string: "2901")
 
     static func full(_ short: String) -> String { "0000\(short)-0000-1000-8000-00805f9b34fb" }
 

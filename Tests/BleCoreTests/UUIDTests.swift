@@ -5,8 +5,8 @@ import Testing
 @Test func shortAndLongFormsOfAUUIDAreEqual() throws {
     #expect(BluetoothUUID("180d") == BluetoothUUID("0000180D-0000-1000-8000-00805F9B34FB"))
     #expect(BluetoothUUID(UInt16(0x180d)) == BluetoothUUID("0000180d"))
-    #expect(BluetoothUUID("180d").uuidString == "180D")
-    #expect(BluetoothUUID("0000180d-0000-1000-8000-00805f9b34fb").uuidString128 == "0000180d-0000-1000-8000-00805f9b34fb")
+    #expect(BluetoothUUID(string: "180d").uuidString == "180D")
+    #expect(BluetoothUUID(string: "0000180d-0000-1000-8000-00805f9b34fb").uuidString128 == "0000180d-0000-1000-8000-00805f9b34fb")
 }
 
 @Test func invalidUUIDStringsAreRejectedWithAnError() {

@@ -21,3 +21,10 @@ extension PropertyMap {
 }
 
 import Foundation
+
+extension BlueZ {
+    /// The interfaces of a device's GATT objects, whose events go to that device's peripheral.
+    static func isGattInterface(_ name: String) -> Bool {
+        name == gattService || name == gattCharacteristic || name == gattDescriptor
+    }
+}

@@ -1,21 +1,5 @@
 import BleDBus
 
-/// One change to BlueZ's object tree, as the cache saw it.
-enum CacheEvent {
-    /// Interfaces appeared on an object (with their properties, now in the cache).
-    case added(ObjectPath, interfaces: Set<String>)
-    /// Interfaces left an object (removed from the cache; the last ones remove the object).
-    case removed(ObjectPath, interfaces: Set<String>, lastProperties: InterfaceMap)
-    /// Properties changed (already applied) or were invalidated (already removed).
-    case changed(ObjectPath, interface: String, changed: PropertyMap, invalidated: [String])
-    /// bluetoothd left the bus: every object is gone.
-    case daemonLost
-    /// A fresh `GetManagedObjects` answer was loaded (after start or a daemon restart).
-    case loaded
-    /// Loading failed (e.g. AccessDenied).
-    case loadFailed(BleError)
-}
-
 /// The single source of truth for BlueZ state: every object and property under `org.bluez`.
 ///
 /// Order matters (bleak's lesson): the signal subscription goes out first, then
@@ -25,6 +9,10 @@ enum CacheEvent {
 @BleLoop
 final class ObjectCache {
     private(set) var objects: [ObjectPath: InterfaceMap] = [:]
+    /// Every object below each device (`/org/bluez/hciN/dev_…`, depth 4), and the devices of each
+    /// adapter: GATT lookups cost what one device holds, not what BlueZ knows (100k devices).
+    private var objectsByDevice: [ObjectPath: Set<ObjectPath>] = [:]
+    private var devicesByAdapter: [ObjectPath: Set<ObjectPath>] = [:]
     private(set) var owner: String?
     private(set) var isLoaded = false
     private let connection: Connection
@@ -57,8 +45,8 @@ final class ObjectCache {
     private func ownerChanged(_ newOwner: String?) {
         let previous = owner
         owner = newOwner
-        if previous != nil, previous != newOwner {
-            BleLog.info("bluetoothd (\(previous!)) left the bus; every BlueZ object is gone")
+        if let previous, previous != newOwner {
+            BleLog.info("bluetoothd (\(previous)) left the bus; every BlueZ object is gone")
             dropAll()
         }
         if let newOwner, newOwner != previous { load() } else if newOwner == nil, previous == nil, !isLoaded {
@@ -70,6 +58,8 @@ final class ObjectCache {
         isLoaded = false
         loadGeneration += 1
         objects.removeAll()
+        objectsByDevice.removeAll()
+        devicesByAdapter.removeAll()
         onEvent?(.daemonLost)
     }
 
@@ -87,6 +77,7 @@ final class ObjectCache {
                         return
                     }
                     self.objects = managed
+                    self.rebuildIndex()
                     self.isLoaded = true
                     BleLog.debug("loaded \(managed.count) BlueZ objects")
                     self.onEvent?(.loaded)
@@ -111,6 +102,7 @@ final class ObjectCache {
                   let interfaces = try? BlueZShapes.interfaceMap(message.body[1]) else { return }
             var entry = objects[object] ?? [:]
             for (name, properties) in interfaces { entry[name] = properties }
+            if objects[object] == nil { index(object) }
             objects[object] = entry
             onEvent?(.added(object, interfaces: Set(interfaces.keys)))
         case (BlueZ.objectManager, "InterfacesRemoved"):
@@ -119,13 +111,25 @@ final class ObjectCache {
             var remaining = entry
             for name in names { remaining.removeValue(forKey: name) }
             let meaningful = remaining.keys.filter { $0.hasPrefix("org.bluez.") }
-            if meaningful.isEmpty { objects.removeValue(forKey: object) } else { objects[object] = remaining }
+            if meaningful.isEmpty {
+                objects.removeValue(forKey: object)
+                unindex(object)
+            } else {
+                objects[object] = remaining
+            }
             onEvent?(.removed(object, interfaces: Set(names), lastProperties: entry))
         case (BlueZ.properties, "PropertiesChanged"):
             guard message.body.count == 3, case .string(let interface) = message.body[0],
                   var changed = try? BlueZShapes.propertyMap(message.body[1]),
                   let invalidated = message.body[2].as([String].self) else { return }
             guard objects[path]?[interface] != nil else { return }
+            if interface == BlueZ.gattCharacteristic, changed.count == 1, invalidated.isEmpty, let value = changed["Value"] {
+                // A notification: the commonest signal by far. Routed with its bytes; the cache
+                // keeps the latest value without rebuilding the changed map.
+                objects[path]?[interface]?["Value"] = value
+                onEvent?(.changed(path, interface: interface, changed: changed, invalidated: invalidated))
+                return
+            }
             if interface == BlueZ.device, changed["ServicesResolved"] == .boolean(true),
                changed["Connected"] == nil, objects[path]?[interface]?["Connected"] != .boolean(true) {
                 // bluetoothd 5.66 can miss Connected=true: when the ATT socket connects before the
@@ -135,8 +139,8 @@ final class ObjectCache {
                 BleLog.warning("\(path): ServicesResolved=true without Connected=true (bluetoothd missed it); treating the link as up")
                 changed["Connected"] = .boolean(true)
             }
-            for (key, value) in changed { objects[path]![interface]![key] = value }
-            for key in invalidated { objects[path]![interface]!.removeValue(forKey: key) }
+            for (key, value) in changed { objects[path]?[interface]?[key] = value }
+            for key in invalidated { objects[path]?[interface]?.removeValue(forKey: key) }
             onEvent?(.changed(path, interface: interface, changed: changed, invalidated: invalidated))
         default:
             break
@@ -145,15 +149,57 @@ final class ObjectCache {
 
     func properties(_ path: ObjectPath, _ interface: String) -> PropertyMap? { objects[path]?[interface] }
 
-    /// Objects with `interface` directly below or anywhere under `ancestor`, sorted by path
-    /// (which is handle order for GATT objects).
+    /// Objects with `interface` anywhere under `ancestor` (not `ancestor` itself), sorted by
+    /// path (which is handle order for GATT objects). Under a device or an adapter's devices the
+    /// index answers; only other ancestors scan everything.
     func children(of ancestor: ObjectPath, with interface: String) -> [ObjectPath] {
-        objects.compactMap { path, interfaces in
-            interfaces[interface] != nil && path.isDescendant(of: ancestor, orEqual: false) ? path : nil
+        let depth = ancestor.depth
+        let candidates: Set<ObjectPath>
+        if depth >= Self.deviceDepth, let device = ancestor.ancestor(depth: Self.deviceDepth) {
+            candidates = objectsByDevice[device] ?? []
+        } else if depth == Self.deviceDepth - 1, interface == BlueZ.device {
+            candidates = devicesByAdapter[ancestor] ?? []
+        } else {
+            return objects.compactMap { path, interfaces in
+                interfaces[interface] != nil && path.isDescendant(of: ancestor, orEqual: false) ? path : nil
+            }.sorted()
+        }
+        return candidates.filter { path in
+            path != ancestor && objects[path]?[interface] != nil && path.isDescendant(of: ancestor, orEqual: false)
         }.sorted()
     }
 
     func all(with interface: String) -> [ObjectPath] {
         objects.compactMap { $0.value[interface] != nil ? $0.key : nil }.sorted()
+    }
+
+    /// `/org/bluez/hci0/dev_…` has four elements.
+    static let deviceDepth = 4
+
+    private func index(_ path: ObjectPath) {
+        let depth = path.depth
+        if depth == Self.deviceDepth, let adapter = path.parent {
+            devicesByAdapter[adapter, default: []].insert(path)
+        }
+        if depth > Self.deviceDepth, let device = path.ancestor(depth: Self.deviceDepth) {
+            objectsByDevice[device, default: []].insert(path)
+        }
+    }
+
+    private func unindex(_ path: ObjectPath) {
+        let depth = path.depth
+        if depth == Self.deviceDepth, let adapter = path.parent {
+            devicesByAdapter[adapter]?.remove(path)
+        }
+        if depth > Self.deviceDepth, let device = path.ancestor(depth: Self.deviceDepth) {
+            objectsByDevice[device]?.remove(path)
+            if objectsByDevice[device]?.isEmpty == true { objectsByDevice.removeValue(forKey: device) }
+        }
+    }
+
+    private func rebuildIndex() {
+        objectsByDevice.removeAll()
+        devicesByAdapter.removeAll()
+        for path in objects.keys { index(path) }
     }
 }

@@ -15,7 +15,9 @@ public final class CentralManager: @unchecked Sendable {
     public let options: CentralManagerOptions
     /// Receives every event after `delegate`, for components that listen side by side.
     public let multiDelegate = CentralManagerMultiDelegate()
-    let callbacks: CallbackQueue
+    /// The BlueZ session this manager and its peripherals share.
+    let session: BlueZSession
+    var callbacks: CallbackQueue { session.callbacks }
     private let delegateBox = Locked<WeakDelegate>(WeakDelegate())
 
     private struct WeakDelegate { weak var value: CentralManagerDelegate? }
@@ -27,10 +29,11 @@ public final class CentralManager: @unchecked Sendable {
     }
 
     // Loop-confined state.
-    @BleLoop var connection: Connection?
     /// Retries a failed GetManagedObjects.
     @BleLoop private var loadRetry: LoopTimer?
-    @BleLoop var cache: ObjectCache?
+    /// Runs while bluetoothd is away: `resetting` turns into `unsupported` when it fires.
+    @BleLoop private var daemonAbsence: LoopTimer?
+    @BleLoop var cache: ObjectCache? { session.cache }
     @BleLoop var adapterPath: ObjectPath?
     @BleLoop var currentState: ManagerState = .unknown
     @BleLoop var currentStateError: BleError?
@@ -54,11 +57,18 @@ public final class CentralManager: @unchecked Sendable {
     ///   - options: bus, adapter, timeouts and retry policy.
     public init(delegate: CentralManagerDelegate?, queue: DispatchQueue?, options: CentralManagerOptions = CentralManagerOptions()) {
         self.options = options
-        self.callbacks = CallbackQueue(queue: queue)
+        self.session = BlueZSession(options: options, callbacks: CallbackQueue(queue: queue))
         delegateBox.value = WeakDelegate(value: delegate)
         LoopBridge.async { [self] in
             Task { @BleLoop in await self.open() }
         }
+    }
+
+    deinit {
+        // Released by the app: what is still pending on its peripherals ends with a typed error
+        // (their delegates hear it) instead of never ending.
+        let session = self.session
+        LoopBridge.async { session.close(.managerReleased) }
     }
 
     /// A manager with default options, as `CBCentralManager(delegate:queue:)`.
@@ -131,7 +141,7 @@ public final class CentralManager: @unchecked Sendable {
     // MARK: Escape hatch
 
     /// The underlying D-Bus connection, for BlueZ features BleCore does not wrap. Loop-isolated.
-    @BleLoop public var dbusConnection: Connection? { connection }
+    @BleLoop public var dbusConnection: Connection? { session.connection }
 
     // MARK: - Loop side
 
@@ -140,29 +150,14 @@ public final class CentralManager: @unchecked Sendable {
     }
 
     @BleLoop private func open() async {
-        let address: BusAddress
-        switch options.bus {
-        case .system: address = .system
-        case .address(let text): address = .address(text)
-        }
+        guard !closed else { return }
+        session.onCentralEvent = { [weak self] event in self?.cacheEvent(event) }
+        session.onBusLost = { [weak self] in self?.busLost() }
         do {
-            let connection = try await Connection.open(address)
-            guard !closed else { connection.close(); return }
-            self.connection = connection
-            if BleLog.level >= .trace {
-                connection.tracer = { direction, message in
-                    BleLog.log(.trace, "\(direction == .sent ? "→" : "←") \(message)")
-                }
-            }
-            connection.onDisconnect { [weak self] in self?.busLost() }
-            let cache = ObjectCache(connection: connection)
-            cache.onEvent = { [weak self] event in self?.cacheEvent(event) }
-            self.cache = cache
-            try cache.start()
+            try await session.open()
         } catch {
-            let mapped = BleError.from(error, operation: "opening the bus")
-            BleLog.error("cannot open the D-Bus bus: \(mapped)")
-            currentStateError = mapped
+            BleLog.error("cannot open the D-Bus bus: \(error)")
+            currentStateError = error
             setState(.unsupported)
         }
     }
@@ -170,6 +165,7 @@ public final class CentralManager: @unchecked Sendable {
     @BleLoop private func busLost() {
         guard !closed else { return }
         daemonLost(error: .noBus("the D-Bus connection closed"))
+        daemonAbsence?.cancel()
         currentStateError = .noBus("the D-Bus connection closed")
         setState(.unsupported)
     }
@@ -178,9 +174,10 @@ public final class CentralManager: @unchecked Sendable {
         guard !closed else { return }
         if scan != nil { endScan() }
         closed = true
-        cache?.stop()
+        daemonAbsence?.cancel()
+        loadRetry?.cancel()
         for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .cancelled, report: false) }
-        connection?.close()
+        session.close(.cancelled)
     }
 
     @BleLoop func setState(_ newState: ManagerState) {
@@ -200,22 +197,11 @@ public final class CentralManager: @unchecked Sendable {
         }
     }
 
-    /// Calls a BlueZ method; `completion` runs on the loop with the reply body or a mapped error.
+    /// Calls a BlueZ method through the session; `completion` runs on the loop.
     @BleLoop func callBlueZ(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
                             timeout: Duration? = nil, address: String? = nil,
                             completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) {
-        guard let connection, connection.isOpen else { return completion(.failure(.noBus("not connected to the bus"))) }
-        guard cache?.owner != nil else { return completion(.failure(.bluetoothRestarted)) }
-        BleLog.debug("call \(interface).\(member) \(path)")
-        let box = Unchecked(completion)
-        connection.call(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
-                        timeout: timeout ?? options.operationTimeout + .seconds(1)) { result in
-            BleLoop.assumeIsolated {
-                let mapped = result.mapError { BleError.from($0, operation: member, address: address) }
-                if case .failure(let error) = mapped { BleLog.debug("\(member) \(path) failed: \(error)") }
-                box.value(mapped)
-            }
-        }
+        session.call(path, interface, member, arguments, timeout: timeout, address: address, completion: completion)
     }
 
     // MARK: Cache events
@@ -224,6 +210,8 @@ public final class CentralManager: @unchecked Sendable {
         switch event {
         case .loaded:
             currentStateError = nil
+            daemonAbsence?.cancel()
+            daemonAbsence = nil
             chooseAdapter()
             adoptKnownDevices()
         case .loadFailed(let error):
@@ -235,13 +223,10 @@ public final class CentralManager: @unchecked Sendable {
             loadRetry = LoopTimer.scheduled(after: .seconds(1)) { [weak self] in self?.cache?.reload() }
         case .daemonLost:
             daemonLost(error: .bluetoothRestarted)
+            watchDaemonAbsence()
         case .added(let path, let interfaces):
             if interfaces.contains(BlueZ.adapter) { chooseAdapter() }
             if interfaces.contains(BlueZ.device) { deviceAppeared(path) }
-            if interfaces.contains(BlueZ.gattService) || interfaces.contains(BlueZ.gattCharacteristic)
-                || interfaces.contains(BlueZ.gattDescriptor) {
-                peripheral(containing: path)?.gattObjectAdded(path)
-            }
         case .removed(let path, let interfaces, let last):
             if interfaces.contains(BlueZ.adapter), path == adapterPath {
                 adapterPath = nil
@@ -251,11 +236,7 @@ public final class CentralManager: @unchecked Sendable {
             if interfaces.contains(BlueZ.device), let address = last[BlueZ.device]?.string("Address") {
                 peripheralsByAddress[address]?.deviceRemoved()
             }
-            if interfaces.contains(BlueZ.gattService) || interfaces.contains(BlueZ.gattCharacteristic)
-                || interfaces.contains(BlueZ.gattDescriptor) {
-                peripheral(containing: path)?.gattObjectRemoved(path)
-            }
-        case .changed(let path, let interface, let changed, let invalidated):
+        case .changed(let path, let interface, let changed, _):
             switch interface {
             case BlueZ.adapter where path == adapterPath:
                 if changed["Powered"] != nil || changed["PowerState"] != nil { updateStateFromAdapter() }
@@ -265,16 +246,12 @@ public final class CentralManager: @unchecked Sendable {
                     beginDiscovery()
                 }
             case BlueZ.device:
-                if let peripheral = peripheral(at: path) {
-                    peripheral.deviceChanged(changed, invalidated: invalidated)
-                } else if path.parent == adapterPath {
-                    deviceAppeared(path)
-                }
-                if scan != nil, path.parent == adapterPath, Self.advertisingKeys.contains(where: { changed[$0] != nil }) {
+                // The session already gave the change to the device's peripheral, if any.
+                guard path.parent == adapterPath else { break }
+                if session.peripheral(at: path) == nil { deviceAppeared(path) }
+                if scan != nil, Self.advertisingKeys.contains(where: { changed[$0] != nil }) {
                     considerDiscovery(path)
                 }
-            case BlueZ.gattCharacteristic, BlueZ.gattDescriptor:
-                peripheral(containing: path)?.attributeChanged(path, interface: interface, changed: changed)
             default:
                 break
             }
@@ -333,6 +310,19 @@ public final class CentralManager: @unchecked Sendable {
         for peripheral in peripheralsByAddress.values { peripheral.forgetObjects() }
     }
 
+    /// bluetoothd does not come back on its own (not restarted, not installed): after
+    /// `options.bluetoothdReturnTimeout` the state says so instead of `resetting` forever.
+    @BleLoop private func watchDaemonAbsence() {
+        daemonAbsence?.cancel()
+        let limit = options.bluetoothdReturnTimeout
+        daemonAbsence = LoopTimer.scheduled(after: limit) { [weak self] in
+            guard let self, !self.closed, self.currentState == .resetting else { return }
+            self.daemonAbsence = nil
+            self.currentStateError = .serviceUnknown("bluetoothd left the bus and has not returned within \(limit)")
+            self.setState(.unsupported)
+        }
+    }
+
     @BleLoop private func adoptKnownDevices() {
         guard let cache, let adapterPath else { return }
         var restored: [Peripheral] = []
@@ -358,29 +348,19 @@ public final class CentralManager: @unchecked Sendable {
               let address = properties.string("Address"), let adapterAddress = currentAdapterAddress else { return nil }
         if let existing = peripheralsByAddress[address] {
             existing.attach(path: path)
+            session.route(path, to: existing)
             return existing
         }
         let peripheral = Peripheral(manager: self, path: path, address: address,
                                     identifier: PeripheralIdentifier.make(adapterAddress: adapterAddress, deviceAddress: address))
         peripheralsByAddress[address] = peripheral
+        session.route(path, to: peripheral)
         if scan != nil { considerDiscovery(path) }
         return peripheral
     }
 
     @BleLoop func peripheral(at path: ObjectPath) -> Peripheral? {
-        guard let address = cache?.properties(path, BlueZ.device)?.string("Address") else {
-            return peripheralsByAddress.values.first { $0.devicePath == path }
-        }
-        return peripheralsByAddress[address]
-    }
-
-    @BleLoop private func peripheral(containing path: ObjectPath) -> Peripheral? {
-        var current: ObjectPath? = path
-        while let candidate = current {
-            if candidate.parent == adapterPath, let found = peripheral(at: candidate) { return found }
-            current = candidate.parent
-        }
-        return nil
+        session.peripheral(at: path) ?? peripheralsByAddress.values.first { $0.devicePath == path }
     }
 
     // MARK: Scan on the loop
@@ -434,9 +414,15 @@ public final class CentralManager: @unchecked Sendable {
                 case .success, .failure(.inProgress):
                     // InProgress: this client already has a session on the adapter (bleak #859).
                     BleLog.info("discovery started on \(adapterPath)")
+                case .failure(.notReady):
+                    // The adapter went off on the way: the request stands and resumes at poweredOn.
+                    BleLog.info("StartDiscovery: adapter not ready; the scan resumes when it is powered on")
+                    self.discoveryActive = false
                 case .failure(let error):
                     BleLog.warning("StartDiscovery failed: \(error)")
                     self.discoveryActive = false
+                    self.scan = nil
+                    self.emit { $0.centralManager(self, didFailToScan: error) }
                 }
             }
         }

@@ -29,12 +29,21 @@ public struct CentralManagerOptions: Sendable {
     /// How long to wait for GATT objects after `ServicesResolved=true` before trusting the tree:
     /// bluetoothd can announce ServicesResolved before exporting the objects (bluez #1489).
     public var servicesResolvedGrace: Duration
+    /// How long a GATT operation may wait in BleKit's own per-attribute queue before it is
+    /// sent; past it the operation fails with `.queuedTooLong` (never sent), which tells a
+    /// backlog on this side from a device or daemon that does not answer (`.timeout`).
+    public var queueTimeout: Duration
+    /// How long `state` stays `resetting` after bluetoothd left the bus before it turns into
+    /// `unsupported` with `stateError` saying bluetoothd is not running (it still recovers when
+    /// the daemon comes back later).
+    public var bluetoothdReturnTimeout: Duration
 
     /// Defaults suited to real hardware.
     public init(bus: BleBus = .system, adapter: String? = nil, powerOnAdapter: Bool = false,
                 restoreConnectedPeripherals: Bool = false, operationTimeout: Duration = .seconds(10),
                 connectTimeout: Duration = .seconds(30), connectRetries: Int = 3, retryBackoff: Duration = .milliseconds(500),
-                servicesResolvedGrace: Duration = .seconds(2)) {
+                servicesResolvedGrace: Duration = .seconds(2), queueTimeout: Duration = .seconds(60),
+                bluetoothdReturnTimeout: Duration = .seconds(15)) {
         self.bus = bus
         self.adapter = adapter
         self.powerOnAdapter = powerOnAdapter
@@ -44,6 +53,8 @@ public struct CentralManagerOptions: Sendable {
         self.connectRetries = connectRetries
         self.retryBackoff = retryBackoff
         self.servicesResolvedGrace = servicesResolvedGrace
+        self.queueTimeout = queueTimeout
+        self.bluetoothdReturnTimeout = bluetoothdReturnTimeout
     }
 }
 

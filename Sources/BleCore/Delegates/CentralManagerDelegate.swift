@@ -20,6 +20,10 @@ public protocol CentralManagerDelegate: AnyObject {
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?)
     /// The link is gone; `error` is nil after `cancelPeripheralConnection`, else a `BleError`.
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?)
+    /// BlueZ refused to start discovery (`error` is a `BleError`); the scan request is dropped
+    /// and `isScanning` is false. Not called when the adapter is merely off: the scan then
+    /// starts when it is powered on.
+    func centralManager(_ central: CentralManager, didFailToScan error: Error)
 }
 
 extension CentralManagerDelegate {
@@ -35,4 +39,6 @@ extension CentralManagerDelegate {
     public func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?) {}
     /// Does nothing.
     public func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?) {}
+    /// Does nothing.
+    public func centralManager(_ central: CentralManager, didFailToScan error: Error) {}
 }

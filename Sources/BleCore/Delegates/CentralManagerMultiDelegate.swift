@@ -44,4 +44,8 @@ public final class CentralManagerMultiDelegate: CentralManagerDelegate, @uncheck
     public func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?) {
         for delegate in delegates { delegate.centralManager(central, didDisconnectPeripheral: peripheral, error: error) }
     }
+    /// Forwards to every listener.
+    public func centralManager(_ central: CentralManager, didFailToScan error: Error) {
+        for delegate in delegates { delegate.centralManager(central, didFailToScan: error) }
+    }
 }

@@ -92,6 +92,16 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
     case operationNotSupported(String)
     /// The manager was released or the operation was superseded.
     case cancelled
+    /// The `CentralManager` was released while the operation was pending; keep the manager
+    /// alive for as long as its peripherals are used.
+    case managerReleased
+    /// BlueZ (or whatever owns `org.bluez`) answered with a reply of the wrong shape.
+    case unexpectedReply(operation: String, detail: String)
+    /// The value is longer than one write can carry on this link; it was not sent.
+    case valueTooLong(length: Int, maximum: Int)
+    /// The operation waited in BleKit's own queue (behind `ahead` earlier operations on the
+    /// same attribute) past `CentralManagerOptions.queueTimeout` and was never sent.
+    case queuedTooLong(operation: String, ahead: Int)
 
     /// Maps a D-Bus failure from a BlueZ call. `address` names the device for `deviceGone`.
     static func from(_ error: DBusError, operation: String, address: String? = nil) -> BleError {
@@ -109,13 +119,13 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .cancelled:
             return .cancelled
         default:
-            return .dbus(error.description)
+            return .dbus(bounded(error.description))
         }
     }
 
     /// Maps a D-Bus error reply by name.
     static func fromRemote(name: String, message: String, address: String? = nil) -> BleError {
-        let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = Self.bounded(message).trimmingCharacters(in: .whitespacesAndNewlines)
         if let att = AttError.parse(text) { return .att(att) }
         switch name {
         case "org.bluez.Error.Failed":
@@ -169,6 +179,15 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
             if name.hasPrefix("org.bluez.Error.") { return .bluez(name: name, message: text) }
             return .dbus(text.isEmpty ? name : "\(name): \(text)")
         }
+    }
+
+    /// The longest error text kept from a reply: a peer may send megabytes, which would then be
+    /// copied into every error and log line.
+    static let maximumTextLength = 512
+
+    static func bounded(_ text: String) -> String {
+        guard text.utf8.count > maximumTextLength else { return text }
+        return String(text.prefix(maximumTextLength)) + "… (\(text.utf8.count) bytes in all)"
     }
 
     /// True for errors worth retrying the same request after a pause.
@@ -228,6 +247,10 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .peripheralNotConnected: return "The peripheral is not connected; connect it before using its attributes."
         case .operationNotSupported(let text): return "Not supported by this attribute: \(text)."
         case .cancelled: return "The operation was cancelled."
+        case .managerReleased: return "The CentralManager was released while this was pending. Keep a strong reference to the manager while you use its peripherals."
+        case .unexpectedReply(let operation, let detail): return "\(operation) got a reply of the wrong shape (\(detail)); the process owning org.bluez is not behaving like bluetoothd. Check which process owns org.bluez (`busctl status org.bluez`)."
+        case .valueTooLong(let length, let maximum): return "The value is \(length) bytes but one write on this link carries at most \(maximum) (maximumWriteValueLength). Split it, or use a command with a length protocol; nothing was sent."
+        case .queuedTooLong(let operation, let ahead): return "\(operation) waited in BleKit's own queue behind \(ahead) earlier operations on the same attribute and was never sent; BlueZ answered everything it was sent. Issue fewer concurrent operations on one attribute, or raise CentralManagerOptions.queueTimeout."
         }
     }
 }

@@ -17,11 +17,23 @@ public final class Characteristic: @unchecked Sendable {
     @BleLoop weak var ownerService: Service?
     @BleLoop var cachedValue: Data?
     @BleLoop var discoveredDescriptors: [Descriptor]?
-    @BleLoop var notify = NotifyChannel()
+    /// This link's subscription, nil when notifications are off. It ends with the link.
+    @BleLoop var subscription: NotifySubscription?
+    /// The app asked for notifications and has not turned them off: a reconnect re-arms them.
+    @BleLoop var notifyWanted = false
+    /// We hold a StartNotify session in bluetoothd. It outlives disconnects and bluetoothd
+    /// re-arms it on reconnect (bleak #2002), so it is reused while wanted and released
+    /// (StopNotify) when not.
+    @BleLoop var holdsStartSession = false
+    /// AcquireNotify's socket closed while the link stayed up (bleak #1885): StartNotify from now.
+    @BleLoop var acquireFailed = false
     @BleLoop var writer = WriteChannel()
     /// Reads sent whose `PropertiesChanged(Value)` has not arrived yet: bluetoothd emits it
     /// before the ReadValue reply, and it must not be reported as a notification (bleak #1343).
     @BleLoop var readsAwaitingSignal = 0
+    /// `PropertiesChanged(Value)`s that arrived while a read was out, with whether they came
+    /// from our own subscription; the read's reply sorts them.
+    @BleLoop var signalsDuringRead: [(value: Data, ours: Bool)] = []
 
     @BleLoop init(path: ObjectPath, uuid: BluetoothUUID, properties: CharacteristicProperties, offersAcquireNotify: Bool,
                   offersAcquireWrite: Bool, service: Service) {
@@ -35,10 +47,17 @@ public final class Characteristic: @unchecked Sendable {
 
     /// The service it belongs to.
     public var service: Service? { LoopBridge.sync { self.ownerService } }
-    /// The latest value read or notified.
-    public var value: Data? { LoopBridge.sync { self.cachedValue } }
-    /// True while notifications or indications are enabled by this manager.
-    public var isNotifying: Bool { LoopBridge.sync { self.notify.isOn } }
+    /// The latest value read or notified. Inside a `didUpdateValueFor` callback for this
+    /// characteristic, on whatever queue, it is that callback's value.
+    public var value: Data? {
+        if let delivered = DeliveredValue.value(for: self) { return delivered }
+        return LoopBridge.sync { self.cachedValue }
+    }
+    /// True while notifications or indications are enabled on the current link. Link loss
+    /// turns it false; a reconnect re-arms what the app asked for, and it turns true again.
+    public var isNotifying: Bool { LoopBridge.sync { self.isNotifyingOnLoop } }
+
+    @BleLoop package var isNotifyingOnLoop: Bool { subscription?.isOn ?? false }
     /// The descriptors found by `discoverDescriptors`, nil before.
     public var descriptors: [Descriptor]? { LoopBridge.sync { self.discoveredDescriptors } }
 
@@ -49,63 +68,4 @@ public final class Characteristic: @unchecked Sendable {
         get { forceStartNotify.value }
         set { forceStartNotify.value = newValue }
     }
-}
-
-/// How notifications reach us for one characteristic.
-struct NotifyChannel {
-    enum Mode {
-        case off
-        /// AcquireNotify or StartNotify sent; values arriving now are delivered (the peripheral may
-        /// notify before the reply, bleak #374).
-        case enabling
-        /// Notifications come on our end of bluetoothd's SEQPACKET socket.
-        case acquired(descriptor: Int32, watch: FileDescriptorWatch)
-        /// Notifications come as `PropertiesChanged(Value)`.
-        case started
-    }
-
-    var mode: Mode = .off
-    /// We hold a StartNotify session in bluetoothd (it outlives disconnects and is re-armed on
-    /// reconnect, bleak #2002): release it on teardown.
-    var hasStartSession = false
-    /// Forced to StartNotify after an AcquireNotify EOF.
-    var acquireFailed = false
-
-    var isOn: Bool {
-        switch mode {
-        case .acquired, .started: return true
-        case .off, .enabling: return false
-        }
-    }
-
-    var acceptsSignals: Bool {
-        switch mode {
-        case .started, .enabling: return true
-        case .off, .acquired: return false
-        }
-    }
-}
-
-/// Write-without-response flow control for one characteristic.
-struct WriteChannel {
-    enum Mode {
-        /// Nothing acquired.
-        case idle
-        /// AcquireWrite sent.
-        case acquiring
-        /// Writing packets to our end of bluetoothd's socket.
-        case acquired(descriptor: Int32)
-        /// AcquireWrite is not available: one `WriteValue type=command` at a time.
-        case commands
-    }
-
-    var mode: Mode = .idle
-    /// Packets waiting for the socket to drain or the previous command to return.
-    var backlog: [Data] = []
-    /// A command write is awaiting its reply.
-    var commandInFlight = false
-    /// Waits for the socket to become writable after EAGAIN.
-    var writableWatch: FileDescriptorWatch?
-
-    var isBusy: Bool { !backlog.isEmpty || commandInFlight }
 }

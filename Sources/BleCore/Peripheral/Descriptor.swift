@@ -17,6 +17,10 @@ public final class Descriptor: @unchecked Sendable {
 
     /// The characteristic it belongs to.
     public var characteristic: Characteristic? { LoopBridge.sync { self.owner } }
-    /// The last value read.
-    public var value: Data? { LoopBridge.sync { self.cachedValue } }
+    /// The last value read; inside a `didUpdateValueFor` callback for this descriptor, that
+    /// callback's value.
+    public var value: Data? {
+        if let delivered = DeliveredValue.value(for: self) { return delivered }
+        return LoopBridge.sync { self.cachedValue }
+    }
 }

@@ -1,8 +1,14 @@
+import Glibc
 import BleDBus
 import Foundation
 
 /// One GATT operation: it ends exactly once — with its result, an error, its deadline, or a
 /// disconnect (Nordic #114, bleak #691: a request that can hang will).
+///
+/// Two clocks: while it waits in BleKit's queue behind earlier operations on the same
+/// attribute, `queueTimeout` applies (ending with `.queuedTooLong`, never sent); once it is
+/// sent, `operationTimeout` applies (ending with `.timeout`): a deadline that counted queue
+/// time would blame BlueZ for a backlog of our own.
 @BleLoop
 final class GattOperation {
     typealias Completion = @BleLoop (Result<Data?, BleError>) -> Void
@@ -30,22 +36,33 @@ final class GattOperation {
         timer = nil
         completion(result)
     }
+
+    /// Replaces the queue deadline with the operation's own, from now.
+    func armDeadline(_ deadline: Duration) {
+        timer?.cancel()
+        timer = LoopTimer.scheduled(after: deadline) { [weak self] in
+            guard let self else { return }
+            self.finish(.failure(.timeout(operation: self.name)))
+        }
+    }
 }
 
 /// Per-attribute serial queues of operations.
 @BleLoop
 struct OperationQueues {
     private var queues: [ObjectPath: [GattOperation]] = [:]
-    var onDrained: (@BleLoop (ObjectPath) -> Void)?
 
-    /// Queues `operation`; it starts at once when its attribute is idle.
-    mutating func enqueue(_ operation: GattOperation, deadline: Duration) -> Bool {
+    /// Queues `operation` with its queue deadline; true when it can start at once.
+    mutating func enqueue(_ operation: GattOperation, queueTimeout: Duration) -> Bool {
+        let ahead = queues[operation.key]?.count ?? 0
         queues[operation.key, default: []].append(operation)
-        // The deadline runs from the request, queued time included: the caller's clock.
-        operation.timer = LoopTimer.scheduled(after: deadline) { [weak operation] in
-            operation?.finish(.failure(.timeout(operation: operation?.name ?? "operation")))
+        if ahead > 0 {
+            operation.timer = LoopTimer.scheduled(after: queueTimeout) { [weak operation] in
+                guard let operation, !operation.started else { return }
+                operation.finish(.failure(.queuedTooLong(operation: operation.name, ahead: ahead)))
+            }
         }
-        return queues[operation.key]?.count == 1
+        return ahead == 0
     }
 
     /// The next operation to start on `key`, after dropping finished ones at the head.
@@ -57,6 +74,9 @@ struct OperationQueues {
         first.started = true
         return first
     }
+
+    /// Operations queued or running, for tests and diagnostics.
+    var pendingCount: Int { queues.values.reduce(0) { $0 + $1.filter { !$0.finished }.count } }
 
     /// Fails every pending operation (queued or running) at once.
     mutating func failAll(with error: BleError) {
@@ -78,32 +98,66 @@ extension Peripheral {
     /// Runs `start` serialised with other operations on `key`; `completion` gets the outcome.
     @BleLoop func run(_ name: String, on key: ObjectPath, start: @escaping @BleLoop (GattOperation) -> Void,
                       completion: @escaping GattOperation.Completion) {
-        guard let manager else { return completion(.failure(.cancelled)) }
+        if let reason = session.closedReason { return completion(.failure(reason)) }
         guard isLinkUp else { return completion(.failure(.peripheralNotConnected)) }
         let operation = GattOperation(name: name, key: key, start: start) { [weak self] result in
             completion(result)
-            // The next operation starts after this one ended, however it ended.
+            // The next operation starts after this one ended, however it ended; not from inside
+            // its completion, so a long queue does not nest calls.
             BleLoop.perform { self?.startNext(on: key) }
         }
-        if operations.enqueue(operation, deadline: manager.options.operationTimeout) {
+        if operations.enqueue(operation, queueTimeout: session.options.queueTimeout) {
             startNext(on: key)
         }
     }
 
     @BleLoop func startNext(on key: ObjectPath) {
         guard let operation = operations.next(on: key) else { return }
+        operation.armDeadline(session.options.operationTimeout)
         operation.start(operation)
     }
 
-    /// A BlueZ call that finishes `operation` with its reply.
+    /// A BlueZ call that finishes `operation` with its reply, decoded by `reply`; a reply of
+    /// the wrong shape ends it with `.unexpectedReply`.
     @BleLoop func call(_ operation: GattOperation, _ path: ObjectPath, _ interface: String, _ member: String,
-                       _ arguments: [DBusValue] = [], reply: @escaping @BleLoop ([DBusValue]) -> Data? = { _ in nil }) {
-        guard let manager else { return operation.finish(.failure(.cancelled)) }
-        manager.callBlueZ(path, interface, member, arguments, timeout: manager.options.operationTimeout + .seconds(1)) { result in
+                       _ arguments: [DBusValue] = [],
+                       reply: @escaping @BleLoop ([DBusValue]) throws(BleError) -> Data? = { _ in nil }) {
+        session.call(path, interface, member, arguments, timeout: session.options.operationTimeout + .seconds(1)) { result in
             switch result {
-            case .success(let body): operation.finish(.success(reply(body)))
+            case .success(let body):
+                operation.finish(Result { () throws(BleError) in try reply(body) })
             case .failure(let error): operation.finish(.failure(error))
             }
         }
+    }
+}
+
+/// Checks BlueZ's replies against the shapes its API documents.
+enum ReplyShape {
+    /// `ReadValue` answers one `ay`.
+    static func bytes(_ body: [DBusValue], operation: String) throws(BleError) -> Data {
+        guard body.count == 1, let data = body[0].as(Data.self) else {
+            throw .unexpectedReply(operation: operation, detail: "expected one byte array (ay), got \(signature(of: body))")
+        }
+        return data
+    }
+
+    /// `AcquireNotify`/`AcquireWrite` answer `(h fd, q mtu)`; an MTU below 23 is impossible.
+    static func acquired(_ body: [DBusValue], operation: String) throws(BleError) -> (descriptor: Int32, mtu: UInt16) {
+        guard body.count == 2, case .unixFD(let handle) = body[0], let mtu = body[1].as(UInt16.self) else {
+            throw .unexpectedReply(operation: operation, detail: "expected (fd, uint16 MTU), got \(signature(of: body))")
+        }
+        guard let descriptor = handle.take() else {
+            throw .unexpectedReply(operation: operation, detail: "the file descriptor was already taken")
+        }
+        guard mtu >= 23 else {
+            Glibc.close(descriptor)
+            throw .unexpectedReply(operation: operation, detail: "MTU \(mtu) is below the LE minimum of 23")
+        }
+        return (descriptor, mtu)
+    }
+
+    private static func signature(of body: [DBusValue]) -> String {
+        body.isEmpty ? "nothing" : body.map(\.type.signature).joined()
     }
 }

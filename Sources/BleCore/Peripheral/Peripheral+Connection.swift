@@ -2,29 +2,29 @@ import BleDBus
 
 extension Peripheral {
     @BleLoop func beginConnect() {
-        guard let manager else { return }
+        guard session.isOpen else { return emitCentral { $0.centralManager($1, didFailToConnect: self, error: self.session.closedReason ?? BleError.cancelled) } }
         if currentState == .connected { return emitCentral { $0.centralManager($1, didConnect: self) } }
         guard attempt == nil else { return }
-        let attempt = ConnectAttempt(retriesLeft: max(0, manager.options.connectRetries))
+        let attempt = ConnectAttempt(retriesLeft: max(0, session.options.connectRetries))
         self.attempt = attempt
         currentState = .connecting
-        attempt.deadline = LoopTimer.scheduled(after: manager.options.connectTimeout) { [weak self, weak attempt] in
+        attempt.deadline = LoopTimer.scheduled(after: session.options.connectTimeout) { [weak self, weak attempt] in
             guard let self, let attempt, !attempt.finished else { return }
             // Disconnect also cancels a pending Connect; without it the next attempt gets InProgress.
             attempt.cancelling = true
-            self.manager?.callBlueZ(self.devicePath, BlueZ.device, "Disconnect") { _ in }
+            self.session.call(self.devicePath, BlueZ.device, "Disconnect") { _ in }
             self.finishAttempt(attempt, .failure(.connectionTimeout))
         }
         sendConnect(attempt)
     }
 
     @BleLoop private func sendConnect(_ attempt: ConnectAttempt) {
-        guard let manager, !attempt.finished else { return }
+        guard !attempt.finished else { return }
         attempt.attemptNumber += 1
         attempt.linkUp = false
         attempt.retryWhenDown = false
         BleLog.info("connecting \(address) (attempt \(attempt.attemptNumber))")
-        manager.callBlueZ(devicePath, BlueZ.device, "Connect", timeout: manager.options.connectTimeout + .seconds(5),
+        session.call(devicePath, BlueZ.device, "Connect", timeout: session.options.connectTimeout + .seconds(5),
                           address: address) { [weak self] result in
             guard let self, !attempt.finished, self.attempt === attempt else { return }
             switch result {
@@ -44,16 +44,16 @@ extension Peripheral {
         case .inProgress, .connectionFailed(.abortByLocal), .busy: transient = true
         default: transient = false
         }
-        guard transient, attempt.retriesLeft > 0, let manager else {
+        guard transient, attempt.retriesLeft > 0 else {
             return finishAttempt(attempt, .failure(error))
         }
         attempt.retriesLeft -= 1
         if case .inProgress = error {
             // A connect is stuck in bluetoothd (device.c returns InProgress while pending):
             // cancel it with Disconnect, back off, retry (bleak #1689).
-            manager.callBlueZ(devicePath, BlueZ.device, "Disconnect") { _ in }
-            let used = manager.options.connectRetries - attempt.retriesLeft
-            let pause = manager.options.retryBackoff * (1 << min(used - 1, 5))
+            session.call(devicePath, BlueZ.device, "Disconnect") { _ in }
+            let used = session.options.connectRetries - attempt.retriesLeft
+            let pause = session.options.retryBackoff * (1 << min(used - 1, 5))
             BleLog.warning("Connect \(address): InProgress; retrying in \(pause)")
             attempt.backoff = LoopTimer.scheduled(after: pause) { [weak self, weak attempt] in
                 guard let self, let attempt else { return }
@@ -72,7 +72,7 @@ extension Peripheral {
     /// Ready = Connected, ServicesResolved, and GATT objects exported (ServicesResolved can come
     /// before the objects, bluez #1489 / observed with Pair), or the grace period over.
     @BleLoop func checkReady() {
-        guard let attempt, !attempt.finished, let manager, let properties = deviceProperties else { return }
+        guard let attempt, !attempt.finished, let properties = deviceProperties else { return }
         let connected = properties.bool("Connected") == true
         if attempt.retryWhenDown {
             if !connected { sendConnect(attempt) }
@@ -86,7 +86,7 @@ extension Peripheral {
         }
         if attempt.graceTimer == nil {
             BleLog.debug("\(address): ServicesResolved before any GATT object; waiting for InterfacesAdded")
-            attempt.graceTimer = LoopTimer.scheduled(after: manager.options.servicesResolvedGrace) { [weak self, weak attempt] in
+            attempt.graceTimer = LoopTimer.scheduled(after: session.options.servicesResolvedGrace) { [weak self, weak attempt] in
                 guard let self, let attempt else { return }
                 attempt.graceExpired = true
                 self.checkReady()
@@ -102,8 +102,10 @@ extension Peripheral {
         switch result {
         case .success:
             currentState = .connected
+            linkGeneration += 1
             BleLog.info("connected \(address)")
             emitCentral { $0.centralManager($1, didConnect: self) }
+            rearmSubscriptions()
         case .failure(let error):
             currentState = .disconnected
             BleLog.info("connect \(address) failed: \(error)")
@@ -147,7 +149,13 @@ extension Peripheral {
         currentState = .disconnected
         operations.failAll(with: error ?? .disconnected)
         failServiceWaits(error ?? .disconnected)
-        for characteristic in characteristicsByPath.values { teardownCharacteristic(characteristic, releaseSession: error != .bluetoothRestarted) }
+        // The link's channels end with it; what the app asked for stays wanted and is re-armed
+        // on the next link. bluetoothd that left took its sessions along: nothing to release.
+        let release = error != .bluetoothRestarted && session.isOpen
+        for characteristic in characteristicsByPath.values { teardownCharacteristic(characteristic, releaseSession: release) }
+        if wasUp {
+            for observer in loopObservers.compactMap(\.value) { observer.peripheral(self, didLoseLink: error) }
+        }
         if report, wasUp {
             BleLog.info("disconnected \(address)\(error.map { ": \($0)" } ?? "")")
             emitCentral { $0.centralManager($1, didDisconnectPeripheral: self, error: error) }
@@ -158,10 +166,10 @@ extension Peripheral {
     }
 
     @BleLoop func cancelConnection() {
-        guard let manager else { return }
+
         if let attempt {
             attempt.cancelling = true
-            manager.callBlueZ(devicePath, BlueZ.device, "Disconnect") { _ in }
+            session.call(devicePath, BlueZ.device, "Disconnect") { _ in }
             return finishAttempt(attempt, .failure(.cancelled))
         }
         guard currentState == .connected else { return }
@@ -169,7 +177,7 @@ extension Peripheral {
         // The user asked: pending operations end now, not after bluetoothd's ~2 s Disconnect.
         operations.failAll(with: .disconnected)
         failServiceWaits(.disconnected)
-        manager.callBlueZ(devicePath, BlueZ.device, "Disconnect", address: address) { [weak self] result in
+        session.call(devicePath, BlueZ.device, "Disconnect", address: address) { [weak self] result in
             guard let self, self.currentState == .disconnecting else { return }
             switch result {
             case .success, .failure(.notConnected):

@@ -24,7 +24,7 @@ extension Peripheral {
     }
 
     @BleLoop func performDiscoverServices(_ uuids: [BluetoothUUID]?) {
-        guard isLinkUp, let manager else {
+        guard isLinkUp else {
             return emit { $0.peripheral(self, didDiscoverServices: BleError.peripheralNotConnected) }
         }
         let wanted = uuids ?? []
@@ -32,7 +32,7 @@ extension Peripheral {
         // ServicesResolved can precede the objects' InterfacesAdded (bluez #1489): wait briefly.
         let wait = ServiceWait(wanted: wanted)
         serviceWaits.append(wait)
-        wait.timer = LoopTimer.scheduled(after: manager.options.servicesResolvedGrace) { [weak self, weak wait] in
+        wait.timer = LoopTimer.scheduled(after: session.options.servicesResolvedGrace) { [weak self, weak wait] in
             guard let self, let wait, self.serviceWaits.contains(where: { $0 === wait }) else { return }
             self.serviceWaits.removeAll { $0 === wait }
             let missing = self.missingServices(wait.wanted)

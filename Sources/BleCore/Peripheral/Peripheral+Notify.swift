@@ -3,92 +3,130 @@ import Foundation
 import Glibc
 
 extension Peripheral {
-    @BleLoop func performSetNotify(_ enabled: Bool, _ characteristic: Characteristic) {
-        guard known(characteristic) else {
-            return emit { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: BleError.attributeGone) }
-        }
+    /// Packets read from one notification socket per loop iteration: a peer flooding its
+    /// socket must not starve the loop (the watch is level-triggered and fires again).
+    static let packetsPerWakeUp = 32
+
+    @BleLoop package func performSetNotify(_ enabled: Bool, _ characteristic: Characteristic) {
+        guard known(characteristic) else { return emitNotificationState(characteristic, error: .attributeGone) }
         if enabled, !characteristic.properties.contains(.notify), !characteristic.properties.contains(.indicate) {
-            return emit {
-                $0.peripheral(self, didUpdateNotificationStateFor: characteristic,
-                              error: BleError.operationNotSupported("the characteristic has neither notify nor indicate"))
-            }
+            return emitNotificationState(characteristic, error: .operationNotSupported("the characteristic has neither notify nor indicate"))
         }
+        characteristic.notifyWanted = enabled
         run(enabled ? "enable notifications" : "disable notifications", on: characteristic.path, start: { [weak self] operation in
             guard let self else { return }
             if enabled { self.enableNotify(characteristic, operation) } else { self.disableNotify(characteristic, operation) }
         }, completion: { [weak self] result in
             guard let self else { return }
             if case .failure = result, enabled {
-                // Ended by deadline or disconnect: we do not know what bluetoothd did; clean up.
-                self.teardownCharacteristic(characteristic, releaseSession: true)
+                // Ended by deadline or error: we do not know what bluetoothd did; clean up.
+                self.endSubscription(characteristic)
             }
-            let error = result.failureValue
-            self.emit { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: error) }
+            self.emitNotificationState(characteristic, error: result.failureValue)
         })
     }
 
-    @BleLoop private func enableNotify(_ characteristic: Characteristic, _ operation: GattOperation) {
-        if characteristic.notify.isOn { return operation.finish(.success(nil)) }
-        let useAcquire = characteristic.offersAcquireNotify && !characteristic.prefersStartNotify && !characteristic.notify.acquireFailed
-        // Values may arrive before the reply (a fast peripheral, bleak #374): accept them from now.
-        characteristic.notify.mode = .enabling
-        if useAcquire {
-            manager?.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "AcquireNotify", [BlueZShapes.propertyDictionary([])],
-                               timeout: manager!.options.operationTimeout + .seconds(1)) { [weak self] result in
-                guard let self, !operation.finished else { return }
-                if case .success(let body) = result, case .unixFD(let handle)? = body.first, let descriptor = handle.take() {
-                    self.adoptNotifySocket(descriptor, characteristic)
-                    operation.finish(.success(nil))
-                } else {
-                    // NotPermitted / InProgress (a StartNotify session exists) / NotSupported: use StartNotify.
-                    BleLog.debug("AcquireNotify on \(characteristic.path) failed (\(result.failureValue.map { "\($0)" } ?? "no fd")); using StartNotify")
-                    self.startNotify(characteristic, operation)
-                }
-            }
-        } else {
-            startNotify(characteristic, operation)
+    /// Re-enables, once, every subscription the app asked for and the lost link ended.
+    @BleLoop func rearmSubscriptions() {
+        for characteristic in characteristicsByPath.values.sorted(by: { $0.path < $1.path })
+        where characteristic.notifyWanted && characteristic.subscription == nil {
+            BleLog.debug("re-arming notifications of \(characteristic.path) after reconnect")
+            performSetNotify(true, characteristic)
         }
     }
 
-    @BleLoop private func startNotify(_ characteristic: Characteristic, _ operation: GattOperation?) {
-        characteristic.notify.mode = .enabling
-        characteristic.notify.hasStartSession = true
-        manager?.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "StartNotify") { [weak self] result in
+    @BleLoop private func enableNotify(_ characteristic: Characteristic, _ operation: GattOperation) {
+        if let current = characteristic.subscription, current.isOn, current.link == linkGeneration {
+            return operation.finish(.success(nil))
+        }
+        characteristic.subscription?.end()
+        let useAcquire = characteristic.offersAcquireNotify && !characteristic.prefersStartNotify && !characteristic.acquireFailed
+        let subscription = NotifySubscription(link: linkGeneration, path: useAcquire ? .acquire : .start)
+        characteristic.subscription = subscription
+        if useAcquire {
+            acquireNotify(characteristic, subscription, operation)
+        } else {
+            startNotify(characteristic, subscription, operation)
+        }
+    }
+
+    @BleLoop private func acquireNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation) {
+        session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireNotify", [BlueZShapes.propertyDictionary([])]) {
+            [weak self] result in
             guard let self else { return }
-            if let operation, operation.finished { return }
+            let acquired = result.flatMap { body in
+                Result { () throws(BleError) in try ReplyShape.acquired(body, operation: "AcquireNotify") }
+            }
+            guard characteristic.subscription === subscription, !subscription.isEnded else {
+                // An earlier link's reply: its socket belongs to nobody now.
+                if case .success(let socket) = acquired { Glibc.close(socket.descriptor) }
+                return
+            }
+            switch acquired {
+            case .success(let socket):
+                self.noteMTU(socket.mtu, from: characteristic.path)
+                self.adoptNotifySocket(socket.descriptor, characteristic, subscription)
+                operation.finish(.success(nil))
+            case .failure(let error):
+                // NotPermitted / InProgress (a StartNotify session exists) / NotSupported, or a
+                // reply of the wrong shape: StartNotify is the other path BlueZ offers.
+                BleLog.debug("AcquireNotify on \(characteristic.path) failed (\(error)); using StartNotify")
+                subscription.switchToStartNotify()
+                self.startNotify(characteristic, subscription, operation)
+            }
+        }
+    }
+
+    /// `operation` is nil for the fallback after an AcquireNotify socket closed on a live link.
+    @BleLoop private func startNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation?) {
+        characteristic.holdsStartSession = true
+        session.call(characteristic.path, BlueZ.gattCharacteristic, "StartNotify") { [weak self] result in
+            guard let self else { return }
+            // A reply for an ended subscription changes nothing: link loss released the
+            // session (StopNotify, sent after this call, so bluetoothd handles it after).
+            guard characteristic.subscription === subscription, !subscription.isEnded else { return }
             switch result {
             case .success, .failure(.inProgress):
-                // InProgress: our session from before a disconnect lingers in bluetoothd (observed
-                // on 5.66) and was re-armed on reconnect; it delivers to us, so we are subscribed.
-                characteristic.notify.mode = .started
-                operation?.finish(.success(nil))
+                // InProgress: bluetoothd already has a session of ours for it, delivering to us.
+                subscription.markStarted()
+                if let operation {
+                    operation.finish(.success(nil))
+                } else {
+                    // The fallback worked on a live link: this characteristic's socket path is broken.
+                    characteristic.acquireFailed = true
+                }
             case .failure(let error):
-                characteristic.notify.mode = .off
-                characteristic.notify.hasStartSession = false
+                characteristic.holdsStartSession = false
+                subscription.end()
+                characteristic.subscription = nil
                 if let operation {
                     operation.finish(.failure(error))
                 } else {
-                    self.emit { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: error) }
+                    self.emitNotificationState(characteristic, error: error)
                 }
             }
         }
     }
 
-    @BleLoop private func adoptNotifySocket(_ descriptor: Int32, _ characteristic: Characteristic) {
-        let watch = FileDescriptorWatch(descriptor: descriptor) { [weak self, weak characteristic] events in
-            guard let self, let characteristic else { return }
-            self.notifySocketReadable(characteristic, descriptor: descriptor, events: events)
+    @BleLoop private func adoptNotifySocket(_ descriptor: Int32, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
+        let watch = FileDescriptorWatch(descriptor: descriptor) { [weak self, weak characteristic, weak subscription] events in
+            guard let self, let characteristic, let subscription else { return }
+            self.notifySocketReadable(characteristic, subscription, events: events)
         }
-        characteristic.notify.mode = .acquired(descriptor: descriptor, watch: watch)
+        subscription.adopt(descriptor: descriptor, watch: watch)
     }
 
-    @BleLoop private func notifySocketReadable(_ characteristic: Characteristic, descriptor: Int32, events: FileDescriptorWatch.Events) {
-        guard case .acquired(let current, _) = characteristic.notify.mode, current == descriptor else { return }
+    @BleLoop private func notifySocketReadable(_ characteristic: Characteristic, _ subscription: NotifySubscription,
+                                               events: FileDescriptorWatch.Events) {
+        guard characteristic.subscription === subscription, let descriptor = subscription.descriptor else { return }
+        // One notification is at most 512 bytes of value; the buffer holds any SEQPACKET record.
         var buffer = [UInt8](repeating: 0, count: 1024)
-        while true {
+        for _ in 0..<Self.packetsPerWakeUp {
             let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
             if count > 0 {
                 deliverNotification(Data(buffer[0..<count]), characteristic)
+                // A callback may have turned notifications off or the link may be gone.
+                guard characteristic.subscription === subscription, subscription.descriptor == descriptor else { return }
                 continue
             }
             if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
@@ -97,78 +135,99 @@ extension Peripheral {
             }
             break
         }
-        // EOF or hang-up. On some devices AcquireNotify ends this way while the link stays up
-        // (bleak #1885): fall back to StartNotify. If the link went down, teardown handles it.
-        closeNotifySocket(characteristic)
-        characteristic.notify.mode = .off
-        guard isLinkUp, deviceProperties?.bool("Connected") == true else { return }
-        BleLog.warning("AcquireNotify socket of \(characteristic.path) closed while connected; falling back to StartNotify")
-        characteristic.notify.acquireFailed = true
-        startNotify(characteristic, nil)
-    }
-
-    @BleLoop func closeNotifySocket(_ characteristic: Characteristic) {
-        if case .acquired(let descriptor, let watch) = characteristic.notify.mode {
-            watch.cancel()
-            Glibc.close(descriptor)
-            characteristic.notify.mode = .off
+        if subscription.descriptor == descriptor, !events.contains(.hangUp), !events.contains(.error) {
+            // Budget used up with data left: the level-triggered watch brings us back.
+            var probe: UInt8 = 0
+            let peeked = recv(descriptor, &probe, 1, Int32(MSG_DONTWAIT | MSG_PEEK))
+            if peeked > 0 || (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { return }
         }
+        // EOF or hang-up. bluetoothd 5.66 closes these sockets on link loss too, often just
+        // before Connected=false; on some devices AcquireNotify ends this way while the link
+        // stays up (bleak #1885). Fall back to StartNotify at once so nothing is missed; if the
+        // link is going down, link loss ends this subscription and its late reply is ignored.
+        guard isLinkUp, deviceProperties?.bool("Connected") == true else {
+            subscription.end()
+            characteristic.subscription = nil
+            return
+        }
+        BleLog.warning("AcquireNotify socket of \(characteristic.path) closed while connected; falling back to StartNotify")
+        subscription.switchToStartNotify()
+        startNotify(characteristic, subscription, nil)
     }
 
     @BleLoop private func disableNotify(_ characteristic: Characteristic, _ operation: GattOperation) {
-        switch characteristic.notify.mode {
-        case .acquired:
-            // Closing the fd releases AcquireNotify (NotifyAcquired=false follows, observed).
-            closeNotifySocket(characteristic)
-            operation.finish(.success(nil))
-        case .started, .enabling:
-            characteristic.notify.mode = .off
-            characteristic.notify.hasStartSession = false
-            manager?.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "StopNotify") { result in
-                switch result {
-                case .success, .failure(.failed): operation.finish(.success(nil))  // "No notify session started"
-                case .failure(let error): operation.finish(.failure(error))
-                }
+        let subscription = characteristic.subscription
+        subscription?.end()
+        characteristic.subscription = nil
+        guard characteristic.holdsStartSession else {
+            // Closing the fd released AcquireNotify (NotifyAcquired=false follows, observed).
+            return operation.finish(.success(nil))
+        }
+        characteristic.holdsStartSession = false
+        session.call(characteristic.path, BlueZ.gattCharacteristic, "StopNotify") { result in
+            switch result {
+            case .success, .failure(.failed): operation.finish(.success(nil))  // "No notify session started"
+            case .failure(let error): operation.finish(.failure(error))
             }
-        case .off:
-            operation.finish(.success(nil))
         }
     }
 
-    @BleLoop private func deliverNotification(_ data: Data, _ characteristic: Characteristic) {
+    @BleLoop func deliverNotification(_ data: Data, _ characteristic: Characteristic) {
         characteristic.cachedValue = data
-        emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: nil) }
+        emitValue(data, for: characteristic, error: nil)
     }
 
     /// A `PropertiesChanged` on one of our characteristics or descriptors.
     @BleLoop func attributeChanged(_ path: ObjectPath, interface: String, changed: PropertyMap) {
         if interface == BlueZ.gattDescriptor {
-            if let descriptor = descriptorsByPath[path], let value = changed.bytes("Value") { descriptor.cachedValue = Data(value) }
+            if let descriptor = descriptorsByPath[path], let value = changed["Value"]?.as(Data.self) { descriptor.cachedValue = value }
             return
         }
-        guard let characteristic = characteristicsByPath[path], let value = changed.bytes("Value") else { return }
+        guard let characteristic = characteristicsByPath[path] else { return }
+        if let mtu = changed["MTU"]?.as(UInt16.self) { noteMTU(mtu, from: path) }
+        guard let value = changed["Value"]?.as(Data.self) else { return }
+        // Only our own session on this link counts: a session of another client, or one left
+        // from before a reconnect, would deliver ghost values (bleak #2002), and AcquireNotify
+        // values come on the socket.
+        let ours = characteristic.subscription?.acceptsSignals == true && isLinkUp
         if characteristic.readsAwaitingSignal > 0 {
-            // bluetoothd announces a read's value before the ReadValue reply: it belongs to the read.
-            characteristic.readsAwaitingSignal -= 1
-            characteristic.cachedValue = Data(value)
+            // bluetoothd announces a read's value just before the ReadValue reply: hold what
+            // arrives during a read until the reply says which one was the read's.
+            characteristic.signalsDuringRead.append((value, ours))
             return
         }
-        // Only our own enabled session counts: a StartNotify session left from before a reconnect
-        // would deliver ghost values (bleak #2002), and AcquireNotify values come on the fd.
-        guard characteristic.notify.acceptsSignals, isLinkUp else { return }
-        deliverNotification(Data(value), characteristic)
+        guard ours else { return }
+        deliverNotification(value, characteristic)
+    }
+
+    /// A read's reply arrived: the last held signal equal to its value was the read's own;
+    /// the others were notifications and are delivered, in order, before the read's result.
+    @BleLoop func settleSignalsDuringRead(_ characteristic: Characteristic, readValue: Data?) {
+        var held = characteristic.signalsDuringRead
+        characteristic.signalsDuringRead.removeAll()
+        if let readValue, let index = held.lastIndex(where: { $0.value == readValue }) { held.remove(at: index) }
+        for (value, ours) in held where ours && characteristic.subscription?.acceptsSignals == true {
+            deliverNotification(value, characteristic)
+        }
+    }
+
+    /// Ends a characteristic's subscription and releases a StartNotify session we hold:
+    /// bluetoothd would otherwise keep it and re-arm it on the next connection (bleak #2002).
+    @BleLoop func endSubscription(_ characteristic: Characteristic, releaseSession: Bool = true) {
+        characteristic.subscription?.end()
+        characteristic.subscription = nil
+        if characteristic.holdsStartSession {
+            characteristic.holdsStartSession = false
+            if releaseSession { session.call(characteristic.path, BlueZ.gattCharacteristic, "StopNotify") { _ in } }
+        }
     }
 
     /// Resets a characteristic's notify and write channels (link down, daemon gone, removal).
-    /// `releaseSession`: also StopNotify a StartNotify session, which bluetoothd would otherwise
-    /// keep and re-arm on the next connection (ghost notifications, bleak #2002).
+    /// `releaseSession`: also StopNotify a StartNotify session (not when bluetoothd is gone).
     @BleLoop func teardownCharacteristic(_ characteristic: Characteristic, releaseSession: Bool) {
-        closeNotifySocket(characteristic)
-        if characteristic.notify.hasStartSession, releaseSession {
-            manager?.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "StopNotify") { _ in }
-        }
-        characteristic.notify = NotifyChannel()
+        endSubscription(characteristic, releaseSession: releaseSession)
         characteristic.readsAwaitingSignal = 0
+        characteristic.signalsDuringRead.removeAll()
         if case .acquired(let descriptor) = characteristic.writer.mode { Glibc.close(descriptor) }
         characteristic.writer.writableWatch?.cancel()
         characteristic.writer = WriteChannel()

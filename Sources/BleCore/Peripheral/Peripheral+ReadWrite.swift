@@ -6,15 +6,13 @@ extension Peripheral {
 
     // MARK: Characteristic read
 
-    @BleLoop func performRead(_ characteristic: Characteristic) {
-        guard known(characteristic) else {
-            return emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: BleError.attributeGone) }
-        }
+    @BleLoop package func performRead(_ characteristic: Characteristic) {
+        guard known(characteristic) else { return emitValue(nil, for: characteristic, error: .attributeGone) }
         run("ReadValue", on: characteristic.path, start: { [weak self] operation in
             guard let self else { return }
             characteristic.readsAwaitingSignal += 1
-            self.call(operation, characteristic.path, BlueZ.gattCharacteristic, "ReadValue", [BlueZShapes.propertyDictionary([])]) { body in
-                body.first?.as(Data.self)
+            self.call(operation, characteristic.path, BlueZ.gattCharacteristic, "ReadValue", [BlueZShapes.propertyDictionary([])]) {
+                body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
             }
         }, completion: { [weak self] result in
             guard let self else { return }
@@ -22,10 +20,13 @@ extension Peripheral {
             if characteristic.readsAwaitingSignal > 0 { characteristic.readsAwaitingSignal -= 1 }
             switch result {
             case .success(let data):
-                characteristic.cachedValue = data ?? Data()
-                self.emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: nil) }
+                let value = data ?? Data()
+                self.settleSignalsDuringRead(characteristic, readValue: value)
+                characteristic.cachedValue = value
+                self.emitValue(value, for: characteristic, error: nil)
             case .failure(let error):
-                self.emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: error) }
+                self.settleSignalsDuringRead(characteristic, readValue: nil)
+                self.emitValue(nil, for: characteristic, error: error)
             }
         })
     }
@@ -33,18 +34,21 @@ extension Peripheral {
     // MARK: Descriptor read / write
 
     @BleLoop func performRead(_ descriptor: Descriptor) {
-        guard descriptorsByPath[descriptor.path] === descriptor else {
-            return emit { $0.peripheral(self, didUpdateValueFor: descriptor, error: BleError.attributeGone) }
-        }
+        guard descriptorsByPath[descriptor.path] === descriptor else { return emitValue(nil, for: descriptor, error: .attributeGone) }
         run("ReadValue", on: descriptor.path, start: { [weak self] operation in
-            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [BlueZShapes.propertyDictionary([])]) { body in
-                body.first?.as(Data.self)
+            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [BlueZShapes.propertyDictionary([])]) {
+                body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
             }
         }, completion: { [weak self] result in
             guard let self else { return }
-            if case .success(let data) = result { descriptor.cachedValue = data ?? Data() }
-            let error = result.failureValue
-            self.emit { $0.peripheral(self, didUpdateValueFor: descriptor, error: error) }
+            switch result {
+            case .success(let data):
+                let value = data ?? Data()
+                descriptor.cachedValue = value
+                self.emitValue(value, for: descriptor, error: nil)
+            case .failure(let error):
+                self.emitValue(nil, for: descriptor, error: error)
+            }
         })
     }
 
@@ -63,14 +67,16 @@ extension Peripheral {
 
     // MARK: Characteristic write
 
-    @BleLoop func performWrite(_ data: Data, _ characteristic: Characteristic, _ type: CharacteristicWriteType) {
-        guard known(characteristic) else {
-            if type != .withoutResponse {
-                emit { $0.peripheral(self, didWriteValueFor: characteristic, error: BleError.attributeGone) }
-            }
-            return
+    /// A write that cannot be sent is reported through `didWriteValueFor` with its error, for
+    /// writes without response too: a write must never vanish without a word.
+    @BleLoop package func performWrite(_ data: Data, _ characteristic: Characteristic, _ type: CharacteristicWriteType) {
+        guard known(characteristic) else { return emitWritten(characteristic, error: .attributeGone) }
+        let limit = writeLimit(for: type)
+        guard data.count <= limit else { return emitWritten(characteristic, error: .valueTooLong(length: data.count, maximum: limit)) }
+        if type == .withoutResponse {
+            guard isLinkUp else { return emitWritten(characteristic, error: session.closedReason ?? .peripheralNotConnected) }
+            return writeWithoutResponse(data, characteristic)
         }
-        if type == .withoutResponse { return writeWithoutResponse(data, characteristic) }
         writeWithResponse(data, characteristic, type, retried: false)
     }
 
@@ -93,7 +99,7 @@ extension Peripheral {
             if !retried, case .notPermitted(let text)? = error, text.contains("acquired") {
                 return self.writeWithResponse(data, characteristic, type, retried: true)
             }
-            self.emit { $0.peripheral(self, didWriteValueFor: characteristic, error: error) }
+            self.emitWritten(characteristic, error: error)
         })
     }
 
@@ -107,7 +113,7 @@ extension Peripheral {
 
     // MARK: Write without response, with flow control
 
-    @BleLoop var hasWriteBacklog: Bool { characteristicsByPath.values.contains { $0.writer.isBusy } }
+    @BleLoop package var hasWriteBacklog: Bool { characteristicsByPath.values.contains { $0.writer.isBusy } }
 
     /// Queues `data` and pumps: bluetoothd answers `type=command` as soon as it queued the PDU,
     /// so without flow control it buffers without bound (ble-serial #89). BleKit writes to the
@@ -126,15 +132,23 @@ extension Peripheral {
     }
 
     @BleLoop private func acquireWrite(_ characteristic: Characteristic) {
-        guard let manager else { return }
+
         characteristic.writer.mode = .acquiring
-        manager.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [BlueZShapes.propertyDictionary([])]) {
+        session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [BlueZShapes.propertyDictionary([])]) {
             [weak self] result in
-            guard let self, case .acquiring = characteristic.writer.mode else { return }
-            if case .success(let body) = result, case .unixFD(let handle)? = body.first, let descriptor = handle.take() {
-                characteristic.writer.mode = .acquired(descriptor: descriptor)
-            } else {
-                BleLog.debug("AcquireWrite unavailable on \(characteristic.path); pacing command writes")
+            let acquired = result.flatMap { body in
+                Result { () throws(BleError) in try ReplyShape.acquired(body, operation: "AcquireWrite") }
+            }
+            guard let self, case .acquiring = characteristic.writer.mode else {
+                if case .success(let socket) = acquired { Glibc.close(socket.descriptor) }
+                return
+            }
+            switch acquired {
+            case .success(let socket):
+                self.noteMTU(socket.mtu, from: characteristic.path)
+                characteristic.writer.mode = .acquired(descriptor: socket.descriptor)
+            case .failure(let error):
+                BleLog.debug("AcquireWrite unavailable on \(characteristic.path) (\(error)); pacing command writes")
                 characteristic.writer.mode = .commands
             }
             self.pump(characteristic)
@@ -171,14 +185,17 @@ extension Peripheral {
                 return
             }
         case .commands:
-            guard !characteristic.writer.commandInFlight, let packet = characteristic.writer.backlog.first, let manager else { break }
+            guard !characteristic.writer.commandInFlight, let packet = characteristic.writer.backlog.first else { break }
             characteristic.writer.backlog.removeFirst()
             characteristic.writer.commandInFlight = true
-            manager.callBlueZ(characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
+            session.call(characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
                               [.bytes(packet), BlueZShapes.propertyDictionary([("type", .string("command"))])]) { [weak self] result in
                 guard let self else { return }
                 characteristic.writer.commandInFlight = false
-                if case .failure(let error) = result { BleLog.warning("write without response on \(characteristic.path) failed: \(error)") }
+                if case .failure(let error) = result {
+                    BleLog.warning("write without response on \(characteristic.path) failed: \(error)")
+                    self.emitWritten(characteristic, error: error)
+                }
                 self.pump(characteristic)
             }
             return
@@ -198,7 +215,7 @@ extension Peripheral {
         let ready = !hasWriteBacklog
         if ready, !wasReadyToWrite {
             wasReadyToWrite = true
-            emit { $0.peripheralIsReady(toSendWriteWithoutResponse: self) }
+            emitReadyToWrite()
         } else if !ready {
             wasReadyToWrite = false
         }

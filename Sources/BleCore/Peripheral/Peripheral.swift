@@ -26,7 +26,11 @@ public final class Peripheral: @unchecked Sendable {
         set { delegateBox.value = WeakDelegate(value: newValue) }
     }
 
+    /// The central that found it; peripherals outlive it (the session reports its release).
     @BleLoop weak var manager: CentralManager?
+    /// The BlueZ session: calls, the cache and the callback queue. Held strongly, so that a
+    /// released manager still ends this peripheral's operations with `.managerReleased`.
+    let session: BlueZSession
     @BleLoop var devicePath: ObjectPath
     @BleLoop var currentState: PeripheralState = .disconnected
     @BleLoop var resolvedServices: [Service]?
@@ -38,9 +42,17 @@ public final class Peripheral: @unchecked Sendable {
     @BleLoop var serviceWaits: [ServiceWait] = []
     @BleLoop var lastName: String?
     @BleLoop var wasReadyToWrite = true
+    /// Loop-side listeners inside the package (the DSL's command engine): called on the loop,
+    /// with the event's data, before the delegates' callbacks are queued.
+    @BleLoop var loopObservers: [WeakLoopObserver] = []
+    /// The ATT MTU BlueZ reported on any of this device's characteristics (5.62+), when known.
+    @BleLoop var knownMTU: UInt16?
+    /// Counts links: a reply or a socket event from an earlier link is recognised as such.
+    @BleLoop var linkGeneration: UInt64 = 0
 
     @BleLoop init(manager: CentralManager, path: ObjectPath, address: String, identifier: UUID) {
         self.manager = manager
+        self.session = manager.session
         self.devicePath = path
         self.address = address
         self.identifier = identifier
@@ -61,14 +73,14 @@ public final class Peripheral: @unchecked Sendable {
     /// The last RSSI BlueZ reported (only while discovering), nil when unknown.
     public var rssi: Int? { LoopBridge.sync { self.deviceProperties?["RSSI"]?.as(Int16.self).map(Int.init) } }
 
-    /// The largest value one write can carry: for `.withoutResponse` the ATT payload MTU − 3
-    /// from BlueZ's `MTU` property (5.62+; 23 assumed when absent, so 20), for writes with
-    /// response 512 (BlueZ does a long write).
+    /// The largest value one write can carry without losing it: never more than 512, the ATT
+    /// maximum attribute length; for `.withoutResponse` also at most the ATT MTU − 3 (BlueZ's
+    /// `MTU` property, 5.62+; 23 assumed when absent, so 20). A peer that identifies as BlueZ
+    /// (its PnP ID in `Modalias`) gets 510: bluetoothd's server counts the 2-byte handle against
+    /// 512, answers 511–512-byte requests with `Invalid Length` and drops such commands without
+    /// a word. A longer `writeValue` fails with `.valueTooLong` before anything is sent.
     public func maximumWriteValueLength(for type: CharacteristicWriteType) -> Int {
-        LoopBridge.sync {
-            guard type == .withoutResponse else { return 512 }
-            return Int(self.negotiatedMTU) - 3
-        }
+        LoopBridge.sync { self.writeLimit(for: type) }
     }
 
     // MARK: Public operations
@@ -127,35 +139,111 @@ public final class Peripheral: @unchecked Sendable {
 
     // MARK: - Loop side: helpers
 
-    @BleLoop var cache: ObjectCache? { manager?.cache }
+    @BleLoop var cache: ObjectCache? { session.cache }
     @BleLoop var deviceProperties: PropertyMap? { cache?.properties(devicePath, BlueZ.device) }
     @BleLoop var isLinkUp: Bool { currentState == .connected }
 
+    /// The ATT MTU: the last `MTU` BlueZ reported on one of this device's characteristics, or
+    /// 23 (the LE default) when none did or the value is impossible (below 23).
     @BleLoop var negotiatedMTU: UInt16 {
-        for path in characteristicsByPath.keys.sorted() {
-            if let mtu = cache?.properties(path, BlueZ.gattCharacteristic)?["MTU"]?.as(UInt16.self) { return mtu }
-        }
-        if let cache {
+        if knownMTU == nil, let cache {
             for path in cache.children(of: devicePath, with: BlueZ.gattCharacteristic) {
-                if let mtu = cache.properties(path, BlueZ.gattCharacteristic)?["MTU"]?.as(UInt16.self) { return mtu }
+                if let mtu = cache.properties(path, BlueZ.gattCharacteristic)?["MTU"]?.as(UInt16.self) {
+                    noteMTU(mtu, from: path)
+                    break
+                }
             }
         }
-        return 23
+        return knownMTU ?? 23
     }
 
+    @BleLoop func noteMTU(_ mtu: UInt16, from path: ObjectPath) {
+        guard mtu >= 23 else {
+            BleLog.warning("\(path) reports MTU \(mtu), below the LE minimum of 23; assuming 23")
+            return
+        }
+        knownMTU = mtu
+    }
+
+    /// The peer's GATT server is bluetoothd (vendor 0x1D6B, product 0x0246: BlueZ's own PnP ID).
+    @BleLoop var peerIsBlueZ: Bool {
+        guard let modalias = deviceProperties?.string("Modalias")?.lowercased() else { return false }
+        return modalias.hasPrefix("usb:v1d6bp0246") || modalias.hasPrefix("bluetooth:v1d6bp0246")
+    }
+
+    /// See `maximumWriteValueLength(for:)`.
+    @BleLoop package func writeLimit(for type: CharacteristicWriteType) -> Int {
+        let attributeLimit = peerIsBlueZ ? 510 : 512
+        guard type == .withoutResponse else { return attributeLimit }
+        return min(Int(negotiatedMTU) - 3, attributeLimit)
+    }
+
+    /// Queues `body` for every delegate on the callback queue.
     @BleLoop func emit(_ body: @escaping (PeripheralDelegate) -> Void) {
-        guard let manager else { return }
         let primary = delegate
         let multi = multiDelegate
-        manager.callbacks.deliver {
+        session.callbacks.deliver {
             if let primary { body(primary) }
             body(multi)
         }
     }
 
+    /// Queues a value callback that carries its value: inside it, on whatever queue,
+    /// `characteristic.value` is this value, not whatever arrived since.
+    @BleLoop func emitValue(_ value: Data?, for characteristic: Characteristic, error: BleError?) {
+        for observer in liveObservers() { observer.peripheral(self, didReceive: value, for: characteristic, error: error) }
+        let delivered = DeliveredValue(attribute: ObjectIdentifier(characteristic), value: value)
+        emit { delegate in
+            DeliveredValue.$current.withValue(delivered) {
+                delegate.peripheral(self, didUpdateValueFor: characteristic, error: error)
+            }
+        }
+    }
+
+    /// A descriptor's value callback, carrying its value like `emitValue(_:for:error:)`.
+    @BleLoop func emitValue(_ value: Data?, for descriptor: Descriptor, error: BleError?) {
+        let delivered = DeliveredValue(attribute: ObjectIdentifier(descriptor), value: value)
+        emit { delegate in
+            DeliveredValue.$current.withValue(delivered) {
+                delegate.peripheral(self, didUpdateValueFor: descriptor, error: error)
+            }
+        }
+    }
+
+    @BleLoop func emitWritten(_ characteristic: Characteristic, error: BleError?) {
+        for observer in liveObservers() { observer.peripheral(self, didWrite: characteristic, error: error) }
+        emit { $0.peripheral(self, didWriteValueFor: characteristic, error: error) }
+    }
+
+    @BleLoop func emitNotificationState(_ characteristic: Characteristic, error: BleError?) {
+        let notifying = characteristic.isNotifyingOnLoop
+        for observer in liveObservers() { observer.peripheral(self, notificationStateOf: characteristic, isOn: notifying, error: error) }
+        emit { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: error) }
+    }
+
+    @BleLoop func emitReadyToWrite() {
+        for observer in liveObservers() { observer.peripheralIsReadyToWriteWithoutResponse(self) }
+        emit { $0.peripheralIsReady(toSendWriteWithoutResponse: self) }
+    }
+
     @BleLoop func emitCentral(_ body: @escaping (CentralManagerDelegate, CentralManager) -> Void) {
         guard let manager else { return }
         manager.emit { body($0, manager) }
+    }
+
+    /// Adds a loop-side observer (held weakly); the DSL's engine listens this way, with no hop.
+    @BleLoop package func addLoopObserver(_ observer: PeripheralLoopObserver) {
+        loopObservers.removeAll { $0.value == nil || $0.value === observer }
+        loopObservers.append(WeakLoopObserver(value: observer))
+    }
+
+    /// Removes a loop-side observer.
+    @BleLoop package func removeLoopObserver(_ observer: PeripheralLoopObserver) {
+        loopObservers.removeAll { $0.value == nil || $0.value === observer }
+    }
+
+    @BleLoop private func liveObservers() -> [PeripheralLoopObserver] {
+        loopObservers.compactMap(\.value)
     }
 
     @BleLoop func attach(path: ObjectPath) {
@@ -174,6 +262,12 @@ public final class Peripheral: @unchecked Sendable {
             attempt?.linkUp = true
             checkReady()
         }
+    }
+
+    /// The session closed (the manager was released or closed): everything pending ends with
+    /// `reason`, channels are released.
+    @BleLoop func sessionClosed(_ reason: BleError) {
+        linkLost(error: reason, report: false)
     }
 
     // MARK: Device events

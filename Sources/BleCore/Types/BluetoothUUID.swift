@@ -5,7 +5,7 @@ import Foundation
 /// `BluetoothUUID("180d")`, `BluetoothUUID("0000180D-0000-1000-8000-00805F9B34FB")` and
 /// `BluetoothUUID(UInt16(0x180d))` are equal. BlueZ always spells UUIDs as lowercase 128-bit
 /// strings (even the 16-bit service-data keys), so this type is how BleKit compares them.
-public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
     /// Why a string is not a UUID.
     public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
         /// The rejected text.
@@ -78,18 +78,21 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible, Expres
     }
 
     /// Parses like `init(parsing:)`, returning nil for invalid text.
+    ///
+    /// `BluetoothUUID("FFE")` with a literal calls this one and is nil: the type deliberately
+    /// does not conform to `ExpressibleByStringLiteral`, whose initializer would win overload
+    /// resolution for `T("literal")` and could only trap on a typo (ported `guard let` code
+    /// compiled and crashed).
     public init?(_ text: String) {
         guard let parsed = try? BluetoothUUID(parsing: text) else { return nil }
         self = parsed
     }
 
-    /// For literals in code; an invalid literal is a programming error and traps.
-    public init(stringLiteral value: String) {
-        do { self = try BluetoothUUID(parsing: value) } catch { preconditionFailure(error.description) }
+    /// CoreBluetooth's spelling: `CBUUID(string:)`. Traps on invalid text, as CoreBluetooth
+    /// does (it raises); for text from outside use `BluetoothUUID(_:)` or `init(parsing:)`.
+    public init(string: String) {
+        do { self = try BluetoothUUID(parsing: string) } catch { preconditionFailure(error.description) }
     }
-
-    /// CoreBluetooth's spelling: `CBUUID(string:)`. Traps on invalid text, as CoreBluetooth does.
-    public init(string: String) { self.init(stringLiteral: string) }
 
     /// True when the value lies on the Bluetooth base UUID (so it has a 16- or 32-bit form).
     public var isBased: Bool { Array(bytes[4...]) == Array(BluetoothUUID.base.bytes[4...]) }

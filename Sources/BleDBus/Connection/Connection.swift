@@ -284,7 +284,7 @@ public final class Connection {
     /// Starts a call at once, for code already on the loop: the message is sent before this
     /// returns, so nothing sent afterwards can overtake it. `completion` runs on the loop (at
     /// once if the connection is closed).
-    func callAtOnce(destination: String?, path: ObjectPath, interface: String?, member: String,
+    package func callAtOnce(destination: String?, path: ObjectPath, interface: String?, member: String,
                     arguments: [DBusValue] = [], timeout: Duration? = nil,
                     completion: @escaping @BleLoop (Result<[DBusValue], DBusError>) -> Void) {
         let message = DBusMessage.methodCall(destination: destination, path: path, interface: interface,

@@ -53,6 +53,30 @@ public struct ObjectPath: Hashable, Comparable, Sendable, CustomStringConvertibl
         return rawValue[rawValue.index(after: slash)...]
     }
 
+    /// The number of elements (`/` has 0, `/org/bluez/hci0` has 3).
+    public var depth: Int {
+        rawValue == "/" ? 0 : rawValue.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) }
+    }
+
+    /// The ancestor (or `self`) made of the first `depth` elements, nil when the path is
+    /// shallower. One pass over the bytes, no validation: a prefix of a valid path is valid.
+    /// BlueZ routing uses it to find a GATT object's device (`/org/bluez/hci0/dev_…` is depth 4)
+    /// without walking parents one string at a time.
+    public func ancestor(depth wanted: Int) -> ObjectPath? {
+        guard wanted > 0 else { return .root }
+        var seen = 0
+        let bytes = rawValue.utf8
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            if bytes[index] == UInt8(ascii: "/") {
+                if seen == wanted { return ObjectPath(unchecked: String(rawValue[..<index])) }
+                seen += 1
+            }
+            index = bytes.index(after: index)
+        }
+        return seen == wanted ? self : nil
+    }
+
     /// The parent path, or nil for `/`.
     public var parent: ObjectPath? {
         guard rawValue != "/", let slash = rawValue.lastIndex(of: "/") else { return nil }

@@ -1,4 +1,4 @@
-import BleDBus
+import BleRuntime
 import Foundation
 
 /// FXBlueTooth's central entry point: `execute(commandItems:handler:)` scans, filters, connects

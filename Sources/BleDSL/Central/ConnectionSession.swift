@@ -1,4 +1,4 @@
-import BleDBus
+import BleRuntime
 import Foundation
 
 /// One `execute`: its phases as an explicit state machine.

@@ -1,4 +1,4 @@
-import BleDBus
+import BleRuntime
 
 /// A queued, running or streaming command of a `DeviceCharacteristicValue`.
 ///

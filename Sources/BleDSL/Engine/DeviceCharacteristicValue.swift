@@ -1,4 +1,4 @@
-import BleDBus
+import BleRuntime
 import Synchronization
 import Foundation
 
@@ -31,9 +31,11 @@ extension PeripheralDevice {
                     return old
                 }
                 guard old !== newValue else { return }
-                if let old { old.multiDelegate.removeDelegate(listener) }
-                if let newValue {
-                    newValue.multiDelegate.addDelegate(listener)
+                let peripherals = UncheckedSendable((old, newValue))
+                LoopHop.run { [engine] in
+                    let (old, new) = peripherals.value
+                    old?.removeLoopObserver(engine)
+                    new?.addLoopObserver(engine)
                 }
             }
         }
@@ -55,7 +57,6 @@ extension PeripheralDevice {
         }
 
         private let state = LoopLock(Shared())
-        private lazy var listener = EngineListener(owner: self)
         private let engine = Engine()
 
         /// An engine with no characteristics yet.
@@ -77,7 +78,7 @@ extension PeripheralDevice {
         open func executable(option: PeripheralOperationCommand, completion: Completion? = nil) -> CommandToken {
             let token = engine.makeToken()
             let box = UncheckedSendable((option, completion, peripheral, writeCharacteristic, readCharacteristic))
-            BleLoop.perform { [engine] in
+            LoopHop.run { [engine] in
                 let (option, completion, peripheral, write, read) = box.value
                 engine.enqueue(id: token.id, option: option, completion: completion,
                                peripheral: peripheral, write: write, read: read)
@@ -95,12 +96,12 @@ extension PeripheralDevice {
 
         /// Cancels every queued, running and streaming command.
         open func cancelAll() {
-            BleLoop.perform { [engine] in engine.failAll(PeripheralCommandError.cancelled) }
+            LoopHop.run { [engine] in engine.failAll(PeripheralCommandError.cancelled) }
         }
 
         /// The link dropped: everything queued or running fails with `.disconnected` at once.
         open func peripheralDidDisconnect(error: Error?) {
-            BleLoop.perform { [engine] in engine.failAll(PeripheralCommandError.disconnected) }
+            LoopHop.run { [engine] in engine.failAll(PeripheralCommandError.disconnected) }
         }
 
         // MARK: CharacteristicValue — the engine listens to its peripheral itself, so events
@@ -113,34 +114,8 @@ extension PeripheralDevice {
         /// Ignored: the engine receives its peripheral's events directly.
         open func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: BleCore.Characteristic, error: Error?) {}
 
-        fileprivate func handle(_ event: Engine.Event) {
-            BleLoop.assumeIsolated { engine.handle(event) }
-        }
-
         /// Number of commands queued or running (streams excluded), for diagnostics and tests.
         @BleLoop public var pendingCommandCount: Int { engine.pendingCount }
-    }
-}
-
-/// Receives the peripheral's events for one engine (held weakly by the multicast delegate and
-/// strongly by its engine).
-private final class EngineListener: PeripheralDelegate, @unchecked Sendable {
-    weak var owner: PeripheralDevice.DeviceCharacteristicValue?
-
-    init(owner: PeripheralDevice.DeviceCharacteristicValue) {
-        self.owner = owner
-    }
-
-    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: BleCore.Characteristic, error: Error?) {
-        owner?.handle(.value(characteristic, characteristic.value, error))
-    }
-
-    func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: BleCore.Characteristic, error: Error?) {
-        owner?.handle(.written(characteristic, error))
-    }
-
-    func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
-        owner?.handle(.readyToSend)
     }
 }
 

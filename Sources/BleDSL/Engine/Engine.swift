@@ -1,17 +1,20 @@
-import BleDBus
+import BleRuntime
 import Synchronization
 import Foundation
 
-/// The loop-confined core of `DeviceCharacteristicValue`: a FIFO of commands, one running at a
-/// time, plus streams.
-final class Engine: @unchecked Sendable {
+/// The loop-isolated core of `DeviceCharacteristicValue`: a FIFO of commands, one running at a
+/// time, plus streams. It observes its peripheral on the loop (`PeripheralLoopObserver`), so a
+/// packet goes from BlueZ's signal or socket to `filterData`/`checkResponse` with no queue hop,
+/// and writes go out through BleCore's loop-side API.
+@BleLoop
+final class Engine: PeripheralLoopObserver {
     enum Event {
         case value(Characteristic, Data?, Error?)
         case written(Characteristic, Error?)
         case readyToSend
     }
 
-    private final class Command: @unchecked Sendable {
+    private final class Command {
         let id: UInt64
         let option: PeripheralOperationCommand
         let completion: PeripheralDevice.DeviceCharacteristicValue.Completion?
@@ -33,20 +36,21 @@ final class Engine: @unchecked Sendable {
         }
     }
 
-    private let ids = Mutex<UInt64>(1)
-    // Loop-confined from here on.
+    private nonisolated let ids = Mutex<UInt64>(1)
     private var queue: [Command] = []
     private var running: Command?
     private var streams: [Command] = []
     private var cancelledBeforeStart: Set<UInt64> = []
 
-    func makeToken() -> CommandToken {
+    nonisolated init() {}
+
+    nonisolated func makeToken() -> CommandToken {
         let id = ids.withLock { value -> UInt64 in
             defer { value += 1 }
             return value
         }
         return CommandToken(id: id) { [weak self] id in
-            BleLoop.perform { self?.cancel(id: id) }
+            LoopHop.run { self?.cancel(id: id) }
         }
     }
 
@@ -59,7 +63,10 @@ final class Engine: @unchecked Sendable {
             return
         }
         guard let peripheral, let write, let read else {
-            completion?(.failure(PeripheralCommandError.characteristicsNotReady))
+            // Never from inside `executable` (FXBlueTooth defect 8): the caller's code after
+            // the call must run first, as for every other outcome.
+            let box = UncheckedSendable(completion)
+            BleLoop.perform { box.value?(.failure(PeripheralCommandError.characteristicsNotReady)) }
             return
         }
         queue.append(Command(id: id, option: option, completion: completion, peripheral: peripheral, write: write, read: read))
@@ -81,14 +88,14 @@ final class Engine: @unchecked Sendable {
         command.writeType = type
         let lengths = command.option.getLengthProtocol()
         lengths.reset()
-        let maximum = peripheral.maximumWriteValueLength(for: type)
+        let maximum = peripheral.writeLimit(for: type)
         if let mtu = lengths as? MTUPeripheralCommandLength { mtu.maximum = maximum }
         var chunks: [Data] = []
         var rest = command.option.cmdData[...]
         while !rest.isEmpty {
             let length = lengths.currentLength()
             guard length > 0 else { return end(command, .failure(PeripheralCommandError.invalidChunkLength(length))) }
-            if type == .withoutResponse, length > maximum, rest.count > maximum {
+            if length > maximum, rest.count > maximum {
                 return end(command, .failure(PeripheralCommandError.chunkTooLong(length: length, maximum: maximum)))
             }
             chunks.append(Data(rest.prefix(length)))
@@ -96,9 +103,9 @@ final class Engine: @unchecked Sendable {
         }
         command.state = .writing(chunks: chunks, next: 0, awaitingAck: false, buffer: [])
         restartTimer(command)
-        if !command.read.isNotifying {
+        if !command.read.isNotifyingOnLoop {
             // The response arrives as notifications; make sure they are on (idempotent in BleCore).
-            peripheral.setNotifyValue(true, for: command.read)
+            peripheral.performSetNotify(true, command.read)
         }
         pump(command)
     }
@@ -110,26 +117,57 @@ final class Engine: @unchecked Sendable {
         while next < chunks.count {
             switch command.writeType {
             case .withResponse, .reliable:
-                peripheral.writeValue(chunks[next], for: command.write, type: command.writeType)
                 command.state = .writing(chunks: chunks, next: next + 1, awaitingAck: true, buffer: buffer)
+                peripheral.performWrite(chunks[next], command.write, command.writeType)
                 return
             case .withoutResponse:
-                guard peripheral.canSendWriteWithoutResponse else {
+                guard !peripheral.hasWriteBacklog else {
                     command.state = .writing(chunks: chunks, next: next, awaitingAck: false, buffer: buffer)
                     return
                 }
-                peripheral.writeValue(chunks[next], for: command.write, type: .withoutResponse)
+                command.state = .writing(chunks: chunks, next: next + 1, awaitingAck: false, buffer: buffer)
+                peripheral.performWrite(chunks[next], command.write, .withoutResponse)
+                // A refused write ends the command at once (reported through didWrite).
+                guard running === command, case .writing = command.state else { return }
                 next += 1
             }
         }
         command.state = .awaitingResponse(buffer: buffer)
     }
 
+    // MARK: PeripheralLoopObserver
+
+    func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for characteristic: Characteristic, error: BleError?) {
+        handle(.value(characteristic, value, error))
+    }
+
+    func peripheral(_ peripheral: Peripheral, didWrite characteristic: Characteristic, error: BleError?) {
+        handle(.written(characteristic, error))
+    }
+
+    func peripheral(_ peripheral: Peripheral, notificationStateOf characteristic: Characteristic, isOn: Bool, error: BleError?) {
+        // The response can only come as notifications: without them the command cannot end well.
+        guard let error, let command = running, characteristic === command.read, command.state.isActive else { return }
+        end(command, .failure(PeripheralCommandError.notificationFailed(error)))
+    }
+
+    func peripheralIsReadyToWriteWithoutResponse(_ peripheral: Peripheral) {
+        handle(.readyToSend)
+    }
+
+    func peripheral(_ peripheral: Peripheral, didLoseLink error: BleError?) {
+        failAll(PeripheralCommandError.disconnected)
+    }
+
     func handle(_ event: Event) {
         switch event {
         case .written(let characteristic, let error):
-            guard let command = running, characteristic === command.write,
-                  case .writing(let chunks, let next, true, let buffer) = command.state else { return }
+            guard let command = running, characteristic === command.write else { return }
+            if let error, command.state.isActive {
+                // Refused before it was sent (too long, link down) or failed: the command ends.
+                return end(command, .failure(PeripheralCommandError.writeFailed(BleDSLErrors.bleError(error))))
+            }
+            guard case .writing(let chunks, let next, true, let buffer) = command.state else { return }
             if let error {
                 return end(command, .failure(PeripheralCommandError.writeFailed(BleDSLErrors.bleError(error))))
             }

@@ -1,4 +1,4 @@
-import BleDBus
+import BleRuntime
 import Foundation
 import Synchronization
 

@@ -1,4 +1,4 @@
-import BleDBus
+import BleRuntime
 import Foundation
 
 /// The runner FXBlueTooth lacked: executes tasks one after another on an engine, parses their

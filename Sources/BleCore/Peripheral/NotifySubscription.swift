@@ -1,0 +1,96 @@
+import BleDBus
+import Glibc
+
+/// One characteristic's notifications on one link: how they reach us (AcquireNotify's socket
+/// or StartNotify's signals) and the socket and watch that belong to it.
+///
+/// Its life is the link's: link loss ends it, and a reply or socket event that arrives for an
+/// ended subscription is recognised by identity and dropped — a late StartNotify reply can no
+/// longer mark the next link's channel as started (the "deaf after reconnect" defect).
+@BleLoop
+final class NotifySubscription {
+    /// The two ways BlueZ delivers notifications.
+    enum Path {
+        case acquire
+        case start
+    }
+
+    enum State {
+        /// The call is out; for StartNotify, values arriving now are delivered (the peripheral
+        /// may notify before the reply, bleak #374).
+        case enabling(Path)
+        /// Notifications come on our end of bluetoothd's SEQPACKET socket.
+        case acquired(descriptor: Int32, watch: FileDescriptorWatch)
+        /// Notifications come as `PropertiesChanged(Value)`.
+        case started
+        /// Over: link loss, disable, or failure.
+        case ended
+    }
+
+    /// The link it belongs to (`Peripheral.linkGeneration`).
+    let link: UInt64
+    private(set) var state: State
+
+    init(link: UInt64, path: Path) {
+        self.link = link
+        self.state = .enabling(path)
+    }
+
+    var isOn: Bool {
+        switch state {
+        case .acquired, .started: return true
+        case .enabling, .ended: return false
+        }
+    }
+
+    var isEnded: Bool {
+        if case .ended = state { return true }
+        return false
+    }
+
+    /// Values in `PropertiesChanged` are ours only on the StartNotify path: on the socket path
+    /// they are another client's session (or a ghost of an old one) and would double ours.
+    var acceptsSignals: Bool {
+        switch state {
+        case .enabling(.start), .started: return true
+        case .enabling(.acquire), .acquired, .ended: return false
+        }
+    }
+
+    /// The socket the notifications come on, when acquired.
+    var descriptor: Int32? {
+        if case .acquired(let descriptor, _) = state { return descriptor }
+        return nil
+    }
+
+    func adopt(descriptor: Int32, watch: FileDescriptorWatch) {
+        guard !isEnded else {
+            watch.cancel()
+            Glibc.close(descriptor)
+            return
+        }
+        state = .acquired(descriptor: descriptor, watch: watch)
+    }
+
+    func switchToStartNotify() {
+        releaseSocket()
+        if !isEnded { state = .enabling(.start) }
+    }
+
+    func markStarted() {
+        if !isEnded { state = .started }
+    }
+
+    /// Ends it; closes the socket (which releases AcquireNotify in bluetoothd).
+    func end() {
+        releaseSocket()
+        state = .ended
+    }
+
+    private func releaseSocket() {
+        if case .acquired(let descriptor, let watch) = state {
+            watch.cancel()
+            Glibc.close(descriptor)
+        }
+    }
+}

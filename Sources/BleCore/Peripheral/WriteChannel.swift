@@ -1,0 +1,26 @@
+import BleDBus
+import Foundation
+
+/// Write-without-response flow control for one characteristic.
+struct WriteChannel {
+    enum Mode {
+        /// Nothing acquired.
+        case idle
+        /// AcquireWrite sent.
+        case acquiring
+        /// Writing packets to our end of bluetoothd's socket.
+        case acquired(descriptor: Int32)
+        /// AcquireWrite is not available: one `WriteValue type=command` at a time.
+        case commands
+    }
+
+    var mode: Mode = .idle
+    /// Packets waiting for the socket to drain or the previous command to return.
+    var backlog: [Data] = []
+    /// A command write is awaiting its reply.
+    var commandInFlight = false
+    /// Waits for the socket to become writable after EAGAIN.
+    var writableWatch: FileDescriptorWatch?
+
+    var isBusy: Bool { !backlog.isEmpty || commandInFlight }
+}

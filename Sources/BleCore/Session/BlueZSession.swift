@@ -1,0 +1,181 @@
+import BleDBus
+import Foundation
+
+/// The one BlueZ session a `CentralManager` and all its `Peripheral`s share: the bus
+/// connection, the object cache, one call helper whose completion runs on the loop, and a router
+/// that delivers each of BlueZ's events straight to the object registered for its path.
+///
+/// Peripherals hold their session strongly and the session outlives the manager's facade: when
+/// the app releases a `CentralManager`, the session closes with `.managerReleased`, and every
+/// operation still pending on any peripheral ends with that error (delivered on the manager's
+/// callback queue) instead of vanishing.
+@BleLoop
+final class BlueZSession {
+    /// Where the session is in its life.
+    enum Phase {
+        case idle
+        case opening
+        case open
+        /// Closed for good; every call fails with the reason.
+        case closed(BleError)
+    }
+
+    nonisolated let options: CentralManagerOptions
+    /// Where delegate callbacks run (the manager's queue, or the loop).
+    nonisolated let callbacks: CallbackQueue
+    private(set) var phase: Phase = .idle
+    private(set) var connection: Connection?
+    private(set) var cache: ObjectCache?
+    /// Adapter- and device-level events, and the cache's load/loss events: the central's.
+    var onCentralEvent: (@BleLoop (CacheEvent) -> Void)?
+    /// The bus connection closed under us.
+    var onBusLost: (@BleLoop () -> Void)?
+    /// Peripherals by the path of their `Device1` object: GATT events are routed by the device
+    /// part of their path, found in one pass over the path's bytes.
+    private var routes: [ObjectPath: Peripheral] = [:]
+
+    nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue) {
+        self.options = options
+        self.callbacks = callbacks
+    }
+
+    var isOpen: Bool {
+        if case .open = phase { return true }
+        return false
+    }
+
+    /// The reason the session closed, if it did.
+    var closedReason: BleError? {
+        if case .closed(let reason) = phase { return reason }
+        return nil
+    }
+
+    // MARK: Life
+
+    /// Connects to the bus and starts the cache. Throws the mapped error when the bus is not there.
+    func open() async throws(BleError) {
+        guard case .idle = phase else { return }
+        phase = .opening
+        let address: BusAddress
+        switch options.bus {
+        case .system: address = .system
+        case .address(let text): address = .address(text)
+        }
+        let connection: Connection
+        do {
+            connection = try await Connection.open(address)
+        } catch {
+            let mapped = BleError.from(error, operation: "opening the bus")
+            if case .opening = phase { phase = .idle }
+            throw mapped
+        }
+        guard case .opening = phase else {
+            // Closed while the bus was being opened.
+            connection.close()
+            return
+        }
+        self.connection = connection
+        if BleLog.level >= .trace {
+            connection.tracer = { direction, message in
+                BleLog.log(.trace, "\(direction == .sent ? "→" : "←") \(message)")
+            }
+        }
+        connection.onDisconnect { [weak self] in
+            guard let self, self.isOpen else { return }
+            self.onBusLost?()
+        }
+        let cache = ObjectCache(connection: connection)
+        cache.onEvent = { [weak self] event in self?.route(event) }
+        self.cache = cache
+        phase = .open
+        do {
+            try cache.start()
+        } catch {
+            throw BleError.from(error, operation: "subscribing to BlueZ's signals")
+        }
+    }
+
+    /// Ends the session: every registered peripheral's pending operations end with `reason`,
+    /// subscriptions and sockets are released, the bus connection closes.
+    func close(_ reason: BleError) {
+        if case .closed = phase { return }
+        phase = .closed(reason)
+        cache?.stop()
+        let peripherals = Array(routes.values)
+        for peripheral in peripherals { peripheral.sessionClosed(reason) }
+        routes.removeAll()
+        connection?.close()
+    }
+
+    // MARK: Routing
+
+    /// Makes `peripheral` receive the events of the device at `path` and below.
+    func route(_ path: ObjectPath, to peripheral: Peripheral) {
+        for (existing, registered) in routes where registered === peripheral && existing != path {
+            routes.removeValue(forKey: existing)
+        }
+        routes[path] = peripheral
+    }
+
+    /// The peripheral registered for the device at `path`.
+    func peripheral(at path: ObjectPath) -> Peripheral? { routes[path] }
+
+    /// The peripheral whose device holds `path` (a service, characteristic or descriptor).
+    func peripheral(containing path: ObjectPath) -> Peripheral? {
+        guard let device = path.ancestor(depth: ObjectCache.deviceDepth) else { return nil }
+        return routes[device]
+    }
+
+    /// Every registered peripheral.
+    var peripherals: [Peripheral] { Array(routes.values) }
+
+    private func route(_ event: CacheEvent) {
+        switch event {
+        case .changed(let path, let interface, let changed, let invalidated):
+            switch interface {
+            case BlueZ.gattCharacteristic, BlueZ.gattDescriptor:
+                peripheral(containing: path)?.attributeChanged(path, interface: interface, changed: changed)
+            case BlueZ.device:
+                routes[path]?.deviceChanged(changed, invalidated: invalidated)
+                onCentralEvent?(event)
+            default:
+                onCentralEvent?(event)
+            }
+        case .added(let path, let interfaces):
+            if interfaces.contains(where: BlueZ.isGattInterface) {
+                peripheral(containing: path)?.gattObjectAdded(path)
+            } else {
+                onCentralEvent?(event)
+            }
+        case .removed(let path, let interfaces, _):
+            if interfaces.contains(where: BlueZ.isGattInterface) {
+                peripheral(containing: path)?.gattObjectRemoved(path)
+            } else {
+                onCentralEvent?(event)
+            }
+        case .daemonLost, .loaded, .loadFailed:
+            onCentralEvent?(event)
+        }
+    }
+
+    // MARK: Calls
+
+    /// Calls a BlueZ method; `completion` runs on the loop with the reply body or a mapped error.
+    /// The D-Bus deadline defaults to the operation deadline plus a second, so the operation's
+    /// own timer (which names the operation) fires first.
+    func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+              timeout: Duration? = nil, address: String? = nil,
+              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) {
+        if let reason = closedReason { return completion(.failure(reason)) }
+        guard let connection, connection.isOpen else { return completion(.failure(.noBus("not connected to the bus"))) }
+        guard cache?.owner != nil else { return completion(.failure(.bluetoothRestarted)) }
+        BleLog.debug("call \(interface).\(member) \(path)")
+        // Sent before this returns: no hop, and nothing the caller sends next can overtake it.
+        connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
+                              timeout: timeout ?? options.operationTimeout + .seconds(1)) { result in
+            let mapped = result.mapError { BleError.from($0, operation: member, address: address) }
+            if case .failure(let error) = mapped { BleLog.debug("\(member) \(path) failed: \(error)") }
+            completion(mapped)
+        }
+    }
+}
