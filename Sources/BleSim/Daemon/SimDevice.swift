@@ -24,6 +24,8 @@ public final class SimDevice {
     private(set) var lastSeen: ContinuousClock.Instant
     private var addressType: String
     private var name: String?
+    /// Set from the peer's PnP ID once its services are resolved, as bluetoothd does.
+    private var modalias: String?
     private var alias: String?
     private var rssi: Int16?
     private var txPower: Int16?
@@ -170,7 +172,7 @@ public final class SimDevice {
             ExportedProperty("UUIDs", .array(.string)) { [weak self] in
                 .array(element: .string, (self?.uuids ?? []).map { .string($0) })
             },
-            ExportedProperty("Modalias", .string) { nil },
+            ExportedProperty("Modalias", .string) { [weak self] in self?.modalias.map { .string($0) } },
             ExportedProperty("Adapter", .objectPath) { [weak self] in self.map { .objectPath($0.adapter.path) } },
             ExportedProperty("ManufacturerData", .dictionary(key: .uint16, value: .variant)) { [weak self] in
                 guard let self, !self.manufacturerData.isEmpty else { return nil }
@@ -342,6 +344,23 @@ public final class SimDevice {
         resolveServices(link: link, afterResolve: afterResolve)
     }
 
+    /// The PnP ID (0x2A50 in Device Information 0x180A) as bluetoothd spells it in `Modalias`:
+    /// vendor ID source 1 is `bluetooth:`, 2 is `usb:`; vendor, product and version follow.
+    static func modalias(from layout: GattLayout) -> String? {
+        let informationService = "0000180a-0000-1000-8000-00805f9b34fb"
+        let pnpID = "00002a50-0000-1000-8000-00805f9b34fb"
+        guard let value = layout.services.first(where: { $0.uuid == informationService })?
+                .characteristics.first(where: { $0.uuid == pnpID })?.initialValue, value.count == 7 else { return nil }
+        let source: String
+        switch value[0] {
+        case 1: source = "bluetooth"
+        case 2: source = "usb"
+        default: return nil
+        }
+        func word(_ at: Int) -> String { String(format: "%04X", UInt16(value[at]) | UInt16(value[at + 1]) << 8) }
+        return "\(source):v\(word(1))p\(word(3))d\(word(5))"
+    }
+
     private func resolveServices(link: SimLink, announceBeforeObjects: Bool = false, afterResolve: (@BleLoop () -> Void)? = nil) {
         let layout = link.server.layout
         let serviceCount = Double(layout.services.count)
@@ -383,6 +402,12 @@ public final class SimDevice {
             if let gapName = link.server.gapName, gapName != self.name {
                 self.name = gapName
                 self.changed(["Name", "Alias"])
+            }
+            // bluetoothd reads the Device Information PnP ID after the GAP name and sets
+            // Modalias from it (observed: `{Modalias}` last after Connect).
+            if let modalias = Self.modalias(from: layout), modalias != self.modalias {
+                self.modalias = modalias
+                self.changed(["Modalias"])
             }
             afterResolve?()
         }
