@@ -25,6 +25,7 @@ enum Event: CustomStringConvertible {
     case rssi(Int, BleError?)
     case modified([Service])
     case name(String?)
+    case scanFailed(BleError?)
 
     var description: String {
         switch self {
@@ -46,6 +47,7 @@ enum Event: CustomStringConvertible {
         case .rssi(let r, let e): return "rssi(\(r), \(String(describing: e)))"
         case .modified(let s): return "modified(\(s.map(\.uuid)))"
         case .name(let n): return "name(\(n ?? "nil"))"
+        case .scanFailed(let e): return "scanFailed(\(String(describing: e)))"
         }
     }
 
@@ -53,7 +55,7 @@ enum Event: CustomStringConvertible {
         switch self {
         case .failedToConnect(_, let e), .disconnected(_, let e), .services(_, let e), .characteristics(_, let e),
              .descriptors(_, let e), .value(_, _, let e), .wrote(_, let e), .notifyState(_, _, let e),
-             .descriptorValue(_, _, let e), .descriptorWrote(_, let e), .rssi(_, let e):
+             .descriptorValue(_, _, let e), .descriptorWrote(_, let e), .rssi(_, let e), .scanFailed(let e):
             return e
         default: return nil
         }
@@ -101,6 +103,7 @@ extension Recorder: @preconcurrency CentralManagerDelegate {
         record(.discovered(peripheral, advertisementData, RSSI))
     }
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) { record(.connected(peripheral)) }
+    func centralManager(_ central: CentralManager, didFailToScan error: Error) { record(.scanFailed(error as? BleError)) }
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?) {
         record(.failedToConnect(peripheral, error as? BleError))
     }
@@ -170,6 +173,8 @@ enum Sample {
 final class Bench {
     let fixture: SimulatorFixture
     let recorder = Recorder()
+    /// The members of every call the simulator received, in order.
+    let calls = EventRecorder<String>()
     var central: CentralManager!
 
     init(fixture: SimulatorFixture) { self.fixture = fixture }
@@ -179,6 +184,8 @@ final class Bench {
                       configure: (inout CentralManagerOptions) -> Void = { _ in }) async throws -> Bench {
         let fixture = try await SimulatorFixture.start(peripherals: peripherals, configuration: configuration)
         let bench = Bench(fixture: fixture)
+        let calls = bench.calls
+        fixture.simulator.traceObserver = { calls.append($0.member) }
         bench.central = bench.makeCentral(configure: configure)
         if expectPoweredOn { try await bench.recorder.wait("poweredOn") { if case .state(.poweredOn) = $0 { return true }; return false } }
         return bench
@@ -198,7 +205,7 @@ final class Bench {
     }
 
     func tearDown() {
-        central.close()
+        central?.close()
         fixture.tearDown()
     }
 
@@ -259,6 +266,11 @@ final class Bench {
     @discardableResult
     func await(_ what: String, since mark: Int, _ predicate: @escaping (Event) -> Bool) async throws -> Event {
         try await recorder.wait(since: mark, what, where: predicate)
+    }
+
+    /// Waits until the simulator received a call of `member`.
+    func waitForCall(_ member: String, timeout: Duration = .seconds(20)) async throws {
+        try await calls.wait("a \(member) call", timeout: timeout) { $0.contains(member) }
     }
 
     func trace(_ member: String) -> Int { simulator.trace.filter { $0.member == member }.count }

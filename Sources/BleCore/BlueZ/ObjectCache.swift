@@ -13,6 +13,9 @@ final class ObjectCache {
     /// adapter: GATT lookups cost what one device holds, not what BlueZ knows (100k devices).
     private var objectsByDevice: [ObjectPath: Set<ObjectPath>] = [:]
     private var devicesByAdapter: [ObjectPath: Set<ObjectPath>] = [:]
+    /// How many objects the last `children(of:with:)` looked at (tests prove it does not grow
+    /// with the number of devices).
+    private(set) var lastLookupCandidates = 0
     private(set) var owner: String?
     private(set) var isLoaded = false
     private let connection: Connection
@@ -160,10 +163,12 @@ final class ObjectCache {
         } else if depth == Self.deviceDepth - 1, interface == BlueZ.device {
             candidates = devicesByAdapter[ancestor] ?? []
         } else {
+            lastLookupCandidates = objects.count
             return objects.compactMap { path, interfaces in
                 interfaces[interface] != nil && path.isDescendant(of: ancestor, orEqual: false) ? path : nil
             }.sorted()
         }
+        lastLookupCandidates = candidates.count
         return candidates.filter { path in
             path != ancestor && objects[path]?[interface] != nil && path.isDescendant(of: ancestor, orEqual: false)
         }.sorted()

@@ -308,6 +308,14 @@ public final class Simulator {
             heldCalls.append(call)
             return true
         }
+        if let body = faults.wrongShapeReply(member: call.member) {
+            call.reply(body)
+            return true
+        }
+        if let failure = faults.injectedFailure(member: call.member) {
+            call.fail(name: failure.name, message: failure.message)
+            return true
+        }
         return false
     }
 

@@ -53,6 +53,8 @@ public final class FaultInjector {
     private var notificationCounters: [String: Int] = [:]
     private var attErrors: [String: Counted<AttError>] = [:]
     private var silentMethods: [String: Counted<Void>] = [:]
+    private var wrongShapeReplies: [String: Counted<[DBusValue]>] = [:]
+    private var failedMethods: [String: Counted<(name: String, message: String)>] = [:]
     private var deniedClients: Set<String> = []
     private var earlyResolution: [String: Counted<Double>] = [:]
     private var missedConnected: [String: Counted<Void>] = [:]
@@ -101,6 +103,17 @@ public final class FaultInjector {
         silentMethods[member] = Counted(value: (), remaining: times)
     }
 
+    /// Answers the next `times` calls of `member` with `body` instead of the documented reply,
+    /// as a broken or hostile owner of `org.bluez` would (a string where bytes belong, MTU 0).
+    public func replyWrongShape(to member: String, with body: [DBusValue], times: Int? = 1) {
+        wrongShapeReplies[member] = Counted(value: body, remaining: times)
+    }
+
+    /// Answers the next `times` calls of `member` with the error `name` and `message`.
+    public func failCall(_ member: String, name: String, message: String, times: Int? = 1) {
+        failedMethods[member] = Counted(value: (name, message), remaining: times)
+    }
+
     /// Answers every call from the client with this unique name with `AccessDenied`.
     public func denyAccess(to client: String) { deniedClients.insert(client) }
     /// Answers every call with `AccessDenied` (a user not allowed to talk to bluetoothd).
@@ -112,6 +125,8 @@ public final class FaultInjector {
         notificationFaults.removeAll()
         attErrors.removeAll()
         silentMethods.removeAll()
+        wrongShapeReplies.removeAll()
+        failedMethods.removeAll()
         deniedClients.removeAll()
         earlyResolution.removeAll()
         missedConnected.removeAll()
@@ -148,6 +163,10 @@ public final class FaultInjector {
     func missesConnectedAnnouncement(address: String) -> Bool { missedConnected[address.uppercased()]?.take() != nil }
 
     func shouldSwallow(member: String) -> Bool { silentMethods[member]?.take() != nil }
+
+    func wrongShapeReply(member: String) -> [DBusValue]? { wrongShapeReplies[member]?.take() }
+
+    func injectedFailure(member: String) -> (name: String, message: String)? { failedMethods[member]?.take() }
 
     func isDenied(_ client: String) -> Bool { denyEveryone || deniedClients.contains(client) }
 
