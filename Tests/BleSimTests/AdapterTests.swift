@@ -74,6 +74,28 @@ struct AdapterTests {
         #expect(Array(media.keys) == ["SupportedUUIDs"])
     }
 
+    /// Seen in the VM on both adapters of bluetoothd 5.66 (Sources/BleSim/README.md, "Observed in the VM").
+    static let daemonUUIDs = ["00001801", "00001800", "00001200", "0000110c", "0000110e", "0000180a"]
+        .map { $0 + "-0000-1000-8000-00805f9b34fb" }
+
+    @BleLoop
+    @Test(arguments: [SimulatorFixture.hci0, SimulatorFixture.hci1])
+    func adapterUUIDsListTheDaemonsOwnServicesInItsOrder(adapter: ObjectPath) async throws {
+        let fixture = try await SimulatorFixture.start()
+        defer { fixture.tearDown() }
+        #expect(try await fixture.property(adapter, Interface.adapter, "UUIDs")
+            == .array(element: .string, AdapterTests.daemonUUIDs.map { .string($0) }))
+    }
+
+    @BleLoop
+    @Test(arguments: [SimulatorFixture.hci0, SimulatorFixture.hci1])
+    func media1SupportedUUIDsAreAudioSourceAndSink(adapter: ObjectPath) async throws {
+        let fixture = try await SimulatorFixture.start()
+        defer { fixture.tearDown() }
+        #expect(try await fixture.property(adapter, "org.bluez.Media1", "SupportedUUIDs")
+            == .array(element: .string, [.string("0000110a-0000-1000-8000-00805f9b34fb"), .string("0000110b-0000-1000-8000-00805f9b34fb")]))
+    }
+
     @BleLoop
     @Test func getPowerStateIsInvalidArgsBecause566HasNoSuchProperty() async throws {
         let fixture = try await SimulatorFixture.start()

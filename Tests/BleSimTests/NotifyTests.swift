@@ -163,6 +163,53 @@ struct NotifyTests {
         try await fixture.waitForSignal(since: since) { $0.changes(path, "Value", to: .bytes(Data([0x5a]))) }
     }
 
+    /// Seen in the VM (bluetoothd 5.66): the reply at once, `Notifying` false until the next
+    /// connection, then `Notifying=true` before `ServicesResolved=true`, and notifications flow.
+    @BleLoop
+    @Test func startNotifyWhileDisconnectedRepliesAndNotifyingTurnsTrueOnReconnect() async throws {
+        let (fixture, device) = try await SimulatorFixture.connected()
+        defer { fixture.tearDown() }
+        let peripheral = try #require(fixture.simulator.peripheral(Golden.address))
+        let path = try await fixture.gattObject(device, Golden.notify)
+        try await fixture.disconnect(device)
+        let since = fixture.mark
+        try await fixture.call(path, Interface.characteristic, "StartNotify")
+        #expect(fixture.signals(since: since) { $0.path == path }.isEmpty, "no Notifying signal while disconnected")
+        #expect(try await fixture.property(path, Interface.characteristic, "Notifying") == .boolean(false))
+        await expectDBusError("org.bluez.Error.InProgress", "In Progress") {
+            try await fixture.call(path, Interface.characteristic, "StartNotify")
+        }
+        let reconnect = fixture.mark
+        try await fixture.connect(device)
+        let notifying = try #require(fixture.index(since: reconnect) { $0.changes(path, "Notifying", to: .boolean(true)) })
+        let resolved = try #require(fixture.index(since: reconnect) { $0.changes(device, "ServicesResolved", to: .boolean(true)) })
+        #expect(notifying < resolved)
+        let flowing = fixture.mark
+        peripheral.notify(Golden.notify, value: Data([0x42]))
+        try await fixture.waitForSignal(since: flowing) { $0.changes(path, "Value", to: .bytes(Data([0x42]))) }
+    }
+
+    /// Seen in the VM: StopNotify of a session kept over a disconnect ends it with
+    /// `Notifying=false`; a StartNotify after that, still disconnected, waits for the connection.
+    @BleLoop
+    @Test func stopNotifyWhileDisconnectedEndsTheSessionAndANewOneWaitsForTheConnection() async throws {
+        let (fixture, device) = try await SimulatorFixture.connected()
+        defer { fixture.tearDown() }
+        let path = try await fixture.gattObject(device, Golden.notify)
+        try await fixture.call(path, Interface.characteristic, "StartNotify")
+        try await fixture.disconnect(device)
+        let since = fixture.mark
+        let (result, mark) = await fixture.callMarked(path, Interface.characteristic, "StopNotify")
+        _ = try result.get()
+        let stopped = try #require(fixture.index(since: since) { $0.changes(path, "Notifying", to: .boolean(false)) })
+        #expect(stopped < mark)
+        try await fixture.call(path, Interface.characteristic, "StartNotify")
+        #expect(try await fixture.property(path, Interface.characteristic, "Notifying") == .boolean(false))
+        let reconnect = fixture.mark
+        try await fixture.connect(device)
+        #expect(fixture.index(since: reconnect) { $0.changes(path, "Notifying", to: .boolean(true)) } != nil)
+    }
+
     @BleLoop
     @Test func indicationsArriveLikeNotifications() async throws {
         let (fixture, device) = try await SimulatorFixture.connected()

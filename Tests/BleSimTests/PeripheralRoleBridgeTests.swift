@@ -128,3 +128,98 @@ final class FakeGattApplication {
     _ = try await fixture.client.call(destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping")
     #expect(app.notifyCalls == ["StartNotify"])
 }
+
+@BleLoop
+@Test func anAppsServiceUUIDsComeBeforeTheDaemonsOwnInAdapterUUIDs() async throws {
+    let fixture = try await SimulatorFixture.start()
+    defer { fixture.tearDown() }
+    let appConnection = try await Connection.open(fixture.bus.busAddress)
+    defer { appConnection.close() }
+    let app = FakeGattApplication(connection: appConnection)
+    try await app.register(on: "/org/bluez/hci0")
+    let expected = ["12345678-1234-5678-1234-56789abcdef0"] + AdapterTests.daemonUUIDs
+    #expect(try await fixture.property("/org/bluez/hci0", "org.bluez.Adapter1", "UUIDs")
+        == .array(element: .string, expected.map { .string($0) }))
+    #expect(try await fixture.property("/org/bluez/hci1", "org.bluez.Adapter1", "UUIDs")
+        == .array(element: .string, AdapterTests.daemonUUIDs.map { .string($0) }))
+}
+
+/// A central on hci1 connected to `app` (registered on hci0), notifying on its notify characteristic.
+@BleLoop
+private func connectCentral(_ fixture: SimulatorFixture) async throws -> ObjectPath {
+    let device: ObjectPath = "/org/bluez/hci1/dev_00_AA_01_00_00_00"
+    try await fixture.call("/org/bluez/hci1", "org.bluez.Adapter1", "StartDiscovery")
+    try await fixture.waitForSignal { $0.addedObject == device }
+    try await fixture.call("/org/bluez/hci1", "org.bluez.Adapter1", "StopDiscovery")
+    try await fixture.call(device, "org.bluez.Device1", "Connect")
+    try await fixture.waitForProperty(device, "ServicesResolved", .boolean(true))
+    try await fixture.call(try ObjectPath(device.rawValue + "/service0015/char0018"), "org.bluez.GattCharacteristic1", "StartNotify")
+    return device
+}
+
+/// What the central saw after `since` when the app's services went while its link stayed (as
+/// bluetoothd 5.66 did in the VM, see the README's "Observed in the VM").
+@BleLoop
+private func expectAppServicesGoneLinkKept(_ fixture: SimulatorFixture, _ device: ObjectPath, since: Int,
+                                           sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let service = try ObjectPath(device.rawValue + "/service0015")
+    try await fixture.waitForSignal(since: since, "InterfacesRemoved of \(service)") { $0.removedObject == service }
+    let uuids = try await fixture.waitForSignal(since: since, "the device's UUIDs") { $0.changes(device, "UUIDs") }
+    #expect(uuids.changed("UUIDs") == .array(element: .string, ["00001800", "00001801", "0000180a"]
+        .map { .string($0 + "-0000-1000-8000-00805f9b34fb") }), sourceLocation: sourceLocation)
+    let removed = fixture.signals(since: since) { $0.removedObject?.isDescendant(of: device, orEqual: true) == true }
+        .compactMap(\.removedObject).map { String($0.rawValue.dropFirst(device.rawValue.count + 1)) }
+    #expect(removed == ["service0015/char0016", "service0015/char0018/desc001a", "service0015/char0018", "service0015"],
+            sourceLocation: sourceLocation)
+    #expect(fixture.signals(since: since) { $0.changes(device, "Connected") || $0.changes(device, "ServicesResolved") }.isEmpty,
+            sourceLocation: sourceLocation)
+    #expect(try await fixture.property(device, "org.bluez.Device1", "Connected") == .boolean(true), sourceLocation: sourceLocation)
+    #expect(try await fixture.property("/org/bluez/hci0/dev_00_AA_01_00_00_01", "org.bluez.Device1", "Connected") == .boolean(true),
+            sourceLocation: sourceLocation)
+    #expect(try await fixture.property("/org/bluez/hci0", "org.bluez.Adapter1", "UUIDs")
+        == .array(element: .string, AdapterTests.daemonUUIDs.map { .string($0) }), sourceLocation: sourceLocation)
+    // The link still carries bluetoothd's own services: the PnP ID of Device Information.
+    let pnp = try await fixture.call(try ObjectPath(device.rawValue + "/service0012/char0013"), "org.bluez.GattCharacteristic1",
+                                     "ReadValue", [BlueZShapes.propertyDictionary([])])
+    #expect(pnp.first?.type == .array(.byte), sourceLocation: sourceLocation)
+}
+
+/// Seen in the VM (bluetoothd 5.66, the app SIGTERMed and, in a second round, SIGKILLed): the
+/// link stays up; hci0's `UUIDs` and advertising counts change, and the central loses the app's
+/// objects (descriptors before their characteristic, characteristics before their service), then
+/// gets `{UUIDs}` without the app's service, while `Connected` and `ServicesResolved` stay true.
+@BleLoop
+@Test func whenABridgedAppLeavesTheBusTheCentralsLinkStaysAndLosesTheAppsServices() async throws {
+    let fixture = try await SimulatorFixture.start()
+    defer { fixture.tearDown() }
+    let appConnection = try await Connection.open(fixture.bus.busAddress)
+    defer { appConnection.close() }
+    let app = FakeGattApplication(connection: appConnection)
+    try await app.register(on: "/org/bluez/hci0")
+    let device = try await connectCentral(fixture)
+    let since = fixture.mark
+    appConnection.close()
+    try await expectAppServicesGoneLinkKept(fixture, device, since: since)
+    #expect(try await fixture.property("/org/bluez/hci0", "org.bluez.LEAdvertisingManager1", "ActiveInstances") == .byte(0))
+}
+
+/// Seen in the VM: UnregisterApplication with a central connected: hci0's `{UUIDs}`, the reply,
+/// then the same as when the app leaves the bus; the advertisement stays active.
+@BleLoop
+@Test func unregisterApplicationWithACentralConnectedKeepsTheLinkAndRemovesTheAppsServices() async throws {
+    let fixture = try await SimulatorFixture.start()
+    defer { fixture.tearDown() }
+    let appConnection = try await Connection.open(fixture.bus.busAddress)
+    defer { appConnection.close() }
+    let app = FakeGattApplication(connection: appConnection)
+    try await app.register(on: "/org/bluez/hci0")
+    let device = try await connectCentral(fixture)
+    let since = fixture.mark
+    _ = try await appConnection.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.GattManager1",
+                                     member: "UnregisterApplication", arguments: [.objectPath(FakeGattApplication.root)])
+    try await expectAppServicesGoneLinkKept(fixture, device, since: since)
+    let adapterUUIDs = try #require(fixture.index(since: since) { $0.changes("/org/bluez/hci0", "UUIDs") })
+    let removal = try #require(fixture.index(since: since) { $0.removedObject != nil })
+    #expect(adapterUUIDs < removal)
+    #expect(try await fixture.property("/org/bluez/hci0", "org.bluez.LEAdvertisingManager1", "ActiveInstances") == .byte(1))
+}

@@ -36,9 +36,12 @@ final class PeripheralRoleBridge {
                     return BlueZError.doesNotExist(call)
                 }
                 let application = self.applications.remove(at: index)
-                application.close()
-                call.reply()
+                // As when the app leaves the bus (seen in the VM): `{UUIDs}`, the reply, then
+                // the connected centrals lose its services; links and advertisement stay.
                 self.adapter?.changed(["UUIDs"])
+                call.reply()
+                self.updateAir()
+                application.ownerLeft()
             },
         ])
     }
@@ -171,12 +174,14 @@ final class PeripheralRoleBridge {
     func clientLeft(_ client: String) {
         let leaving = applications.filter { $0.owner == client }
         applications.removeAll { $0.owner == client }
-        for application in leaving { application.close() }
         let hadAdvertisement = advertisements.contains { $0.owner == client }
         advertisements.removeAll { $0.owner == client }
-        if hadAdvertisement { countsChanged() }
+        // bluetoothd 5.66 (VM, app SIGTERMed or SIGKILLed): the adapter's UUIDs and counts
+        // first, then the connected centrals lose the app's services; their links stay up.
         if !leaving.isEmpty { adapter?.changed(["UUIDs"]) }
+        if hadAdvertisement { countsChanged() }
         if !leaving.isEmpty || hadAdvertisement { updateAir() }
+        for application in leaving { application.ownerLeft() }
     }
 
     /// SIGTERM: advertisements get `Release()`, notifying characteristics `StopNotify()`; the
@@ -495,6 +500,24 @@ final class ApplicationPeripheral: SimGattServer {
         valueSignals?.cancel()
         valueSignals = nil
         dropLinks()
+    }
+
+    /// The app left the bus while centrals were connected: bluetoothd takes its services out of
+    /// the database and indicates Service Changed to each central, which then drops their
+    /// objects; the links themselves stay, serving bluetoothd's own services.
+    func ownerLeft() {
+        valueSignals?.cancel()
+        valueSignals = nil
+        let appServices = layout.services.dropFirst(layout.daemonServiceCount)
+        let handles = Set(appServices.map(\.handle))
+        let valueHandles = Set(appServices.flatMap { $0.characteristics.map(\.valueHandle) })
+        objectByHandle.removeAll()
+        handleByObject.removeAll()
+        for link in links {
+            link.subscriptions.subtract(valueHandles)
+            link.device?.peerServicesRemoved(handles: handles)
+        }
+        notifying.removeAll()
     }
 
     /// An app's error reply as the ATT error bluetoothd sends to the central.

@@ -66,7 +66,9 @@ public final class SimAdapter {
                                                            ArgumentDescription("options", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
                 ExportedMethod("UnregisterApplication", in: [ArgumentDescription("application", .objectPath)]) { BlueZError.doesNotExist($0) },
             ], properties: [
-                ExportedProperty("SupportedUUIDs", .array(.string)) { .array(element: .string, []) },
+                ExportedProperty("SupportedUUIDs", .array(.string)) {
+                    .array(element: .string, SimAdapter.mediaSupportedUUIDs.map { .string($0) })
+                },
             ]),
             ExportedInterface("org.bluez.NetworkServer1", methods: [
                 ExportedMethod("Register", in: [ArgumentDescription("uuid", .string), ArgumentDescription("bridge", .string)]) { BlueZError.notSupported($0) },
@@ -124,8 +126,19 @@ public final class SimAdapter {
         ])
     }
 
+    /// What bluetoothd 5.66 lists with no application registered (seen in the VM on both
+    /// adapters, in this order): GATT, GAP, PnP Information, A/V Remote Control Target and
+    /// Controller, Device Information. They are the records its own services and plugins add.
+    static let daemonServiceUUIDs = ["1801", "1800", "1200", "110c", "110e", "180a"].map { "0000" + $0 + SimUUID.baseSuffix }
+
+    /// `Media1.SupportedUUIDs` of bluetoothd 5.66 without experimental features: Audio Source
+    /// and Audio Sink (seen in the VM on both adapters).
+    static let mediaSupportedUUIDs = ["110a", "110b"].map { "0000" + $0 + SimUUID.baseSuffix }
+
+    /// A registered application's services come before the daemon's own (seen in the VM with one
+    /// application of one service).
     private var advertisedUUIDs: [String] {
-        ["00001801-0000-1000-8000-00805f9b34fb", "00001800-0000-1000-8000-00805f9b34fb"] + peripheralRole.applicationServiceUUIDs
+        peripheralRole.applicationServiceUUIDs + Self.daemonServiceUUIDs
     }
 
     private func boolProperty(_ name: String, get: @escaping @BleLoop @Sendable (SimAdapter) -> Bool,

@@ -391,6 +391,9 @@ public final class SimDevice {
                     self.changed(["UUIDs", "ServicesResolved"])
                 }
             } else {
+                // Cached objects: sessions re-arm (and a session started while disconnected
+                // turns `Notifying` true) before `ServicesResolved`, as in the VM.
+                self.gatt?.linkUp(link)
                 self.servicesResolved = true
                 if announceBeforeObjects {
                     self.changed(["Bonded", "Paired", "ServicesResolved"])
@@ -398,7 +401,7 @@ public final class SimDevice {
                     self.changed(["ServicesResolved"])
                 }
             }
-            self.gatt?.linkUp(link)
+            if !cached { self.gatt?.linkUp(link) }
             if let gapName = link.server.gapName, gapName != self.name {
                 self.name = gapName
                 self.changed(["Name", "Alias"])
@@ -469,6 +472,19 @@ public final class SimDevice {
         gatt?.linkDown()
         changed(["Connected"])
         lastSeen = ContinuousClock.now
+    }
+
+    /// The peer removed services from its database while connected (Service Changed): their
+    /// objects go, then `{UUIDs}` without their UUIDs, advertised ones included, as bluetoothd
+    /// 5.66 did when a bridged app left the bus. The link and `ServicesResolved` stay.
+    func peerServicesRemoved(handles: Set<UInt16>) {
+        guard let gatt else { return }
+        let removed = Set(gatt.layout.services.filter { handles.contains($0.handle) }.map(\.uuid))
+        guard !removed.isEmpty else { return }
+        gatt.removeServices(handles: handles)
+        let remaining = Set(gatt.serviceUUIDs)
+        advertisedUUIDs.removeAll { removed.contains($0) && !remaining.contains($0) }
+        changed(["UUIDs"])
     }
 
     /// The link dropped without anyone asking (range, peripheral reset, fault).

@@ -7,7 +7,7 @@ import Glibc
 /// per client, `AcquireWrite`/`AcquireNotify` sockets.
 @BleLoop
 final class RemoteGattTree {
-    let layout: GattLayout
+    private(set) var layout: GattLayout
     private unowned let device: SimDevice
     private var services: [ObjectPath] = []
     private var characteristics: [RemoteCharacteristic] = []
@@ -76,6 +76,38 @@ final class RemoteGattTree {
         }
     }
 
+    /// The peer's database lost these services while the link stayed up (a bridged app left the
+    /// bus; bluetoothd's server then indicates Service Changed): their objects go in
+    /// `unexport`'s order, and the other services stay as they are.
+    func removeServices(handles: Set<UInt16>) {
+        guard let objects else { return }
+        var kept: [GattLayout.Service] = []
+        var keptPaths: [ObjectPath] = []
+        for (index, service) in layout.services.enumerated() {
+            let path = services[index]
+            guard handles.contains(service.handle) else {
+                kept.append(service)
+                keptPaths.append(path)
+                continue
+            }
+            for characteristic in characteristics where characteristic.servicePath == path {
+                characteristic.releaseAcquired(announce: false)
+                for descriptor in descriptors where descriptor.characteristic === characteristic {
+                    objects.unregister(descriptor.path)
+                }
+                objects.unregister(characteristic.path)
+                byValueHandle[characteristic.layout.valueHandle] = nil
+            }
+            objects.unregister(path)
+        }
+        let removedPaths = Set(services).subtracting(keptPaths)
+        // Descriptors first: they hold their characteristic unowned.
+        descriptors.removeAll { removedPaths.contains($0.characteristic.servicePath) }
+        characteristics.removeAll { removedPaths.contains($0.servicePath) }
+        services = keptPaths
+        layout.services = kept
+    }
+
     func linkUp(_ link: SimLink) {
         for characteristic in characteristics { characteristic.linkUp(link) }
     }
@@ -116,6 +148,9 @@ final class RemoteCharacteristic {
     private var value = Data()
     /// Clients with a StartNotify session, in order.
     private var notifySessions: [String] = []
+    /// The `Notifying` of the sessions: bluetoothd sets it once the CCCD is written, so a
+    /// session started while disconnected leaves it false until the next connection.
+    private var sessionsNotifying = false
     private var notifyAcquired: AcquiredSocket?
     private var writeAcquired: AcquiredSocket?
     private var writeInFlight = false
@@ -145,7 +180,7 @@ final class RemoteCharacteristic {
             ExportedProperty("Value", .array(.byte)) { [weak self] in self.map { .bytes($0.value) } },
             ExportedProperty("Notifying", .boolean) { [weak self] in
                 guard let self, self.canNotify else { return nil }
-                return .boolean(!self.notifySessions.isEmpty || self.notifyAcquired != nil)
+                return .boolean(self.sessionsNotifying || self.notifyAcquired != nil)
             },
             ExportedProperty("Flags", .array(.string)) { [layout] in .array(element: .string, layout.flags.map { .string($0) }) },
             ExportedProperty("WriteAcquired", .boolean) { [weak self] in
@@ -308,8 +343,11 @@ final class RemoteCharacteristic {
         }
         let first = notifySessions.isEmpty
         notifySessions.append(call.sender)
-        if first {
-            if let link = device.link { link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link) }
+        // Disconnected: bluetoothd 5.66 replies at once and writes the CCCD on the next
+        // connection, which is when `Notifying` turns true (seen in the VM).
+        if first, let link = device.link {
+            link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link)
+            sessionsNotifying = true
             changed(["Notifying"])
         }
         call.reply()
@@ -320,20 +358,21 @@ final class RemoteCharacteristic {
             return BlueZError.failed(call, "No notify session started")
         }
         notifySessions.remove(at: index)
-        if notifySessions.isEmpty {
-            if let link = device.link { link.server.subscriptionChanged(handle: layout.valueHandle, enabled: false, link: link) }
-            changed(["Notifying"])
-        }
+        if notifySessions.isEmpty { endSessions() }
         call.reply()
     }
 
     func clientLeft(_ client: String) {
         guard notifySessions.contains(client) else { return }
         notifySessions.removeAll { $0 == client }
-        if notifySessions.isEmpty {
-            if let link = device.link { link.server.subscriptionChanged(handle: layout.valueHandle, enabled: false, link: link) }
-            changed(["Notifying"])
-        }
+        if notifySessions.isEmpty { endSessions() }
+    }
+
+    private func endSessions() {
+        if let link = device.link { link.server.subscriptionChanged(handle: layout.valueHandle, enabled: false, link: link) }
+        guard sessionsNotifying else { return }
+        sessionsNotifying = false
+        changed(["Notifying"])
     }
 
     // MARK: Acquire
@@ -397,8 +436,14 @@ final class RemoteCharacteristic {
     // MARK: Link
 
     func linkUp(_ link: SimLink) {
-        // StartNotify sessions survive a disconnect and are re-armed on reconnect.
-        if !notifySessions.isEmpty { link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link) }
+        // StartNotify sessions survive a disconnect and are re-armed on reconnect; one started
+        // while disconnected becomes `Notifying` now.
+        guard !notifySessions.isEmpty else { return }
+        link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link)
+        if !sessionsNotifying {
+            sessionsNotifying = true
+            changed(["Notifying"])
+        }
     }
 
     func linkDown() {
