@@ -40,6 +40,8 @@ let package = Package(
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
         .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
                           path: "Benchmarks/SimulatorBenchmark"),
+        .executableTarget(name: "RoundTripBenchmark", dependencies: ["BleCore", "BleDBus", "BleSim", "BleTestSupport"],
+                          path: "Benchmarks/RoundTripBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport"], path: "Benchmarks/BleDBusBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),

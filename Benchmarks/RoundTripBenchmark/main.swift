@@ -1,0 +1,36 @@
+import Foundation
+
+// Client CPU per write→notification round trip, and per ingested notification, through BleCore
+// on BleSim, set against a libdbus C client (Benchmarks/c/ble_roundtrip.c) and bleak doing the
+// same BlueZ exchanges, in one run. `run` starts a private bus and BleSim in this process and
+// each client as a process of its own, in interleaved rounds; `client` is the BleCore client.
+
+let arguments = CommandLine.arguments.dropFirst()
+switch arguments.first {
+case "client":
+    let rest = Array(arguments.dropFirst())
+    guard rest.count == 3, let mode = ClientMode(rawValue: rest[0]), let count = Int(rest[1]), let warmup = Int(rest[2]), count > 0, warmup >= 0 else {
+        FileHandle.standardError.write(Data("RoundTripBenchmark client: bad arguments\n\(RunOptions.usage)\n".utf8))
+        exit(2)
+    }
+    let client = BleCoreClient(mode: mode, count: count, warmup: warmup)
+    switch client.run(timeout: 120) {
+    case .success(let line):
+        print(line)
+        exit(0)
+    case .failure(let failure):
+        FileHandle.standardError.write(Data("RoundTripBenchmark client (\(mode.rawValue)): \(failure)\n".utf8))
+        exit(1)
+    }
+case "run":
+    do {
+        let options = try RunOptions(arguments.dropFirst())
+        print(try await BenchmarkRun(options: options).run())
+    } catch {
+        FileHandle.standardError.write(Data("RoundTripBenchmark: \(error)\n".utf8))
+        exit(1)
+    }
+default:
+    FileHandle.standardError.write(Data("\(RunOptions.usage)\n".utf8))
+    exit(2)
+}
