@@ -4,7 +4,7 @@ SWIFT_BUILD_FLAGS ?=
 # Tests run serially within one process by default; Swift Testing parallelises across cores.
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: bootstrap build test test-tsan test-bluez demo bench clean
+.PHONY: bootstrap build test test-tsan test-bluez demo bench bench-roundtrip clean
 
 bootstrap:
 	@./scripts/bootstrap
@@ -31,6 +31,10 @@ demo: bootstrap
 
 bench: bootstrap
 	./Benchmarks/run
+
+# Issue 10's side-by-side measure only: BleCore vs libdbus C vs bleak per round trip and per notification.
+bench-roundtrip: bootstrap
+	./Benchmarks/roundtrip
 
 clean:
 	rm -rf .build

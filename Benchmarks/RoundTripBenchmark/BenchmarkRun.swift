@@ -19,6 +19,7 @@ struct RunOptions {
     static let usage = """
     usage: RoundTripBenchmark run --c-binary PATH [--bleak-script PATH --python PATH] [--rounds R]
              [--calls N] [--warmup W] [--notifications K] [--ingest-warmup KW] [--modes signal,acquire,...]
+           RoundTripBenchmark serve [same options]       (bus + BleSim only, for profiling a client by hand)
            RoundTripBenchmark client MODE COUNT WARMUP   (the BleCore client; the run starts it)
     """
 
@@ -49,7 +50,6 @@ struct RunOptions {
             default: throw ClientFailure("unknown option \(flag)\n\(Self.usage)")
             }
         }
-        guard cBinary != nil else { throw ClientFailure("--c-binary is required\n\(Self.usage)") }
     }
 }
 
@@ -71,10 +71,13 @@ final class BenchmarkRun {
     let options: RunOptions
     private var samples: [ClientMode: [ClientKind: [Double]]] = [:]
     private var roundRatios: [ClientMode: [ClientKind: [Double]]] = [:]
+    /// BleCore's CPU per operation over bleak's, per round.
+    private var overBleak: [ClientMode: [Double]] = [:]
 
     init(options: RunOptions) { self.options = options }
 
     func run() async throws -> String {
+        guard options.cBinary != nil else { throw ClientFailure("--c-binary is required\n\(RunOptions.usage)") }
         let bus = try PrivateBus()
         defer { bus.stop() }
         // Children inherit this process's environment: their system bus is the private one.
@@ -92,6 +95,27 @@ final class BenchmarkRun {
     }
 
     @BleLoop private static func stop(_ simulator: Simulator) { simulator.stop(.kill) }
+
+    /// For profiling a client by hand: starts the bus and BleSim, prints the environment and the
+    /// client command lines, and serves until stdin closes.
+    func serve() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let simulator = try await Self.startSimulator(BenchmarkScenario.json(burst: options.notifications, warmupBurst: options.ingestWarmup),
+                                                      bus.busAddress)
+        let paths = try await Self.findPaths(bus.busAddress)
+        let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var text = "export DBUS_SYSTEM_BUS_ADDRESS='\(bus.address)'\n"
+        for mode in options.modes {
+            for kind in ClientKind.allCases {
+                text += "# \(kind.rawValue), \(mode.rawValue): " + command(kind, mode, selfPath: selfPath, paths: paths).joined(separator: " ") + "\n"
+            }
+        }
+        // Unbuffered, so a reader sees it before this process waits on stdin.
+        FileHandle.standardOutput.write(Data(text.utf8))
+        while readLine() != nil {}
+        await Self.stop(simulator)
+    }
 
     private func measure(bus: PrivateBus) async throws {
         let paths = try await Self.findPaths(bus.busAddress)
@@ -116,6 +140,9 @@ final class BenchmarkRun {
                     thisRound[kind] = perOperation
                     FileHandle.standardError.write(Data(String(format: "bench: round %d %@ %@: %.2f µs CPU per %@\n", round + 1, mode.rawValue,
                                                                kind.rawValue, perOperation, mode.isIngest ? "notification" : "round trip").utf8))
+                }
+                if let blecore = thisRound[.blecore], let bleak = thisRound[.bleak], bleak > 0 {
+                    overBleak[mode, default: []].append(blecore / bleak)
                 }
                 if let base = thisRound[.c], base > 0 {
                     for (kind, value) in thisRound where kind != .c {
@@ -206,15 +233,15 @@ final class BenchmarkRun {
             }
         }
         lines.append("")
-        lines.append("## Summary")
+        lines.append("### Summary")
         lines.append("")
         for mode in options.modes {
             guard let blecore = roundRatios[mode]?[.blecore], !blecore.isEmpty else { continue }
             var text = String(format: "- %@: BleCore %.2f× the C client", Self.title(mode), median(blecore))
             if !mode.isIngest { text += " (issue 10 target ≤ 1.5×)" }
-            if let bleak = roundRatios[mode]?[.bleak], !bleak.isEmpty,
-               let blecoreSamples = samples[mode]?[.blecore], let bleakSamples = samples[mode]?[.bleak] {
-                text += String(format: "; bleak %.2f× C; BleCore / bleak %.2f", median(bleak), median(blecoreSamples) / median(bleakSamples))
+            if let bleak = roundRatios[mode]?[.bleak], !bleak.isEmpty, let ratios = overBleak[mode], !ratios.isEmpty {
+                text += String(format: "; bleak %.2f× C; BleCore / bleak %.2f (rounds %.2f – %.2f)", median(bleak), median(ratios),
+                               ratios.min() ?? 0, ratios.max() ?? 0)
                 if mode == .ingest { text += " (issue 10 target ≤ 1.0)" }
             }
             lines.append(text)

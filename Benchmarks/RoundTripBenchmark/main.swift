@@ -22,10 +22,14 @@ case "client":
         FileHandle.standardError.write(Data("RoundTripBenchmark client (\(mode.rawValue)): \(failure)\n".utf8))
         exit(1)
     }
-case "run":
+case "run", "serve":
     do {
         let options = try RunOptions(arguments.dropFirst())
-        print(try await BenchmarkRun(options: options).run())
+        if arguments.first == "serve" {
+            try await BenchmarkRun(options: options).serve()
+        } else {
+            print(try await BenchmarkRun(options: options).run())
+        }
     } catch {
         FileHandle.standardError.write(Data("RoundTripBenchmark: \(error)\n".utf8))
         exit(1)
