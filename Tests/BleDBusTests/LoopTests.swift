@@ -142,7 +142,9 @@ actor PrivateLoopActor {
         let fires = Mailbox<Int>("a tick")
         let ticks = Mutex(0)
         let holder = Mutex<LoopTimer?>(nil)
-        let timer = LoopTimer(after: .milliseconds(2), repeating: .milliseconds(2)) {
+        // The first tick comes late enough for `holder` to be set before it: a loaded machine
+        // could otherwise run three 2 ms ticks before the timer is reachable to cancel.
+        let timer = LoopTimer(after: .milliseconds(100), repeating: .milliseconds(2)) {
             let count = ticks.withLock { count in
                 count += 1
                 return count

@@ -188,11 +188,13 @@ public final class CentralManager: @unchecked Sendable {
     }
 
     /// Calls every delegate, on the callback queue.
-    @BleLoop func emit(_ body: @escaping (CentralManagerDelegate) -> Void) {
-        let primary = delegate
+    @BleLoop func emit(_ body: @escaping @Sendable (CentralManagerDelegate) -> Void) {
+        // Delegates are the app's objects, called only on the queue the app chose (as
+        // CoreBluetooth does); the box carries them there and nothing else touches them.
+        let primary = Unchecked(delegate)
         let multi = multiDelegate
         callbacks.deliver {
-            if let primary { body(primary) }
+            if let delegate = primary.value { body(delegate) }
             body(multi)
         }
     }

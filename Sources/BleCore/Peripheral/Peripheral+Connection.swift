@@ -2,7 +2,10 @@ import BleDBus
 
 extension Peripheral {
     @BleLoop func beginConnect() {
-        guard session.isOpen else { return emitCentral { $0.centralManager($1, didFailToConnect: self, error: self.session.closedReason ?? BleError.cancelled) } }
+        guard session.isOpen else {
+            let error = session.closedReason ?? .cancelled
+            return emitCentral { $0.centralManager($1, didFailToConnect: self, error: error) }
+        }
         if currentState == .connected { return emitCentral { $0.centralManager($1, didConnect: self) } }
         guard attempt == nil else { return }
         let attempt = ConnectAttempt(retriesLeft: max(0, session.options.connectRetries))
@@ -81,7 +84,11 @@ extension Peripheral {
         guard attempt.linkUp || connected else { return }
         guard connected, properties.bool("ServicesResolved") == true else { return }
         let hasObjects = !(cache?.children(of: devicePath, with: BlueZ.gattService).isEmpty ?? true)
-        if hasObjects || attempt.graceExpired {
+        // bluetoothd sets Modalias from the peer's PnP ID just after ServicesResolved; the
+        // write limit depends on it (a BlueZ peer takes 510 bytes, not 512), so a device that
+        // has a PnP ID is ready once Modalias is known, or the grace period is over.
+        let awaitingModalias = hasObjects && properties.string("Modalias") == nil && exposesPnPID
+        if (hasObjects && !awaitingModalias) || attempt.graceExpired {
             return finishAttempt(attempt, .success(()))
         }
         if attempt.graceTimer == nil {
@@ -91,6 +98,15 @@ extension Peripheral {
                 attempt.graceExpired = true
                 self.checkReady()
             }
+        }
+    }
+
+    /// The device's GATT database has the Device Information PnP ID (0x2A50).
+    @BleLoop var exposesPnPID: Bool {
+        guard let cache else { return false }
+        let pnpID = BluetoothUUID(UInt16(0x2a50))
+        return cache.children(of: devicePath, with: BlueZ.gattCharacteristic).contains { path in
+            cache.properties(path, BlueZ.gattCharacteristic)?.string("UUID").flatMap(BluetoothUUID.init) == pnpID
         }
     }
 

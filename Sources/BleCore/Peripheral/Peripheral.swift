@@ -179,11 +179,13 @@ public final class Peripheral: @unchecked Sendable {
     }
 
     /// Queues `body` for every delegate on the callback queue.
-    @BleLoop func emit(_ body: @escaping (PeripheralDelegate) -> Void) {
-        let primary = delegate
+    @BleLoop func emit(_ body: @escaping @Sendable (PeripheralDelegate) -> Void) {
+        // Delegates are the app's objects, called only on the queue the app chose (as
+        // CoreBluetooth does); the box carries them there and nothing else touches them.
+        let primary = Unchecked(delegate)
         let multi = multiDelegate
         session.callbacks.deliver {
-            if let primary { body(primary) }
+            if let delegate = primary.value { body(delegate) }
             body(multi)
         }
     }
@@ -226,7 +228,7 @@ public final class Peripheral: @unchecked Sendable {
         emit { $0.peripheralIsReady(toSendWriteWithoutResponse: self) }
     }
 
-    @BleLoop func emitCentral(_ body: @escaping (CentralManagerDelegate, CentralManager) -> Void) {
+    @BleLoop func emitCentral(_ body: @escaping @Sendable (CentralManagerDelegate, CentralManager) -> Void) {
         guard let manager else { return }
         manager.emit { body($0, manager) }
     }
@@ -280,7 +282,7 @@ public final class Peripheral: @unchecked Sendable {
         if changed.bool("Connected") == false || changed.bool("ServicesResolved") == false {
             linkWentDown()
         }
-        if changed["Connected"] != nil || changed["ServicesResolved"] != nil { checkReady() }
+        if changed["Connected"] != nil || changed["ServicesResolved"] != nil || changed["Modalias"] != nil { checkReady() }
     }
 
     @BleLoop func deviceRemoved() {

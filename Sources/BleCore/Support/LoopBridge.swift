@@ -57,11 +57,11 @@ private final class ClosureBox<T>: @unchecked Sendable {
 struct CallbackQueue: Sendable {
     let queue: DispatchQueue?
 
-    /// Runs `work` on the loop now, or on the queue in order.
+    /// Runs `work` on the loop now, or on the queue in order. `work` is `@Sendable`, so it is
+    /// never inferred to be loop-isolated: on a queue it would trap the runtime's isolation check.
     @BleLoop
-    func deliver(_ work: @escaping () -> Void) {
+    func deliver(_ work: @escaping @Sendable () -> Void) {
         guard let queue else { return work() }
-        let box = Unchecked(work)
-        queue.async { box.value() }
+        queue.async(execute: work)
     }
 }
