@@ -126,10 +126,11 @@ final class ObjectCache {
                   var changed = try? BlueZShapes.propertyMap(message.body[1]),
                   let invalidated = message.body[2].as([String].self) else { return }
             guard objects[path]?[interface] != nil else { return }
-            if interface == BlueZ.gattCharacteristic, changed.count == 1, invalidated.isEmpty, let value = changed["Value"] {
-                // A notification: the commonest signal by far. Routed with its bytes; the cache
-                // keeps the latest value without rebuilding the changed map.
-                objects[path]?[interface]?["Value"] = value
+            if interface == BlueZ.gattCharacteristic, changed.count == 1, invalidated.isEmpty, changed["Value"] != nil {
+                // A notification, the commonest signal by far: routed with its bytes, not stored.
+                // The Characteristic keeps what it delivered; the cache's Value (BlueZ's value at
+                // load) only seeds a Characteristic made later, and storing every notification
+                // cost a nested lookup each.
                 onEvent?(.changed(path, interface: interface, changed: changed, invalidated: invalidated))
                 return
             }

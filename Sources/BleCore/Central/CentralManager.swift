@@ -192,10 +192,10 @@ public final class CentralManager: @unchecked Sendable {
         // Delegates are the app's objects, called only on the queue the app chose (as
         // CoreBluetooth does); the box carries them there and nothing else touches them.
         let primary = Unchecked(delegate)
-        let multi = multiDelegate
+        let multi = multiDelegate.isEmpty ? nil : multiDelegate
         callbacks.deliver {
             if let delegate = primary.value { body(delegate) }
-            body(multi)
+            if let multi { body(multi) }
         }
     }
 

@@ -15,6 +15,8 @@ public final class CentralManagerMultiDelegate: CentralManagerDelegate, @uncheck
 
     /// Adds `delegate` unless it is already there.
     public func addDelegate(_ delegate: CentralManagerDelegate) { listeners.add(delegate) }
+    /// True while it has no listeners (dead ones may count until the next change).
+    var isEmpty: Bool { listeners.isEmpty }
     /// Removes `delegate`.
     public func removeDelegate(_ delegate: CentralManagerDelegate) { listeners.remove(delegate) }
     /// The live listeners, in order.

@@ -11,6 +11,8 @@ public final class PeripheralMultiDelegate: PeripheralDelegate, @unchecked Senda
 
     /// Adds `delegate` unless it is already there.
     public func addDelegate(_ delegate: PeripheralDelegate) { listeners.add(delegate) }
+    /// True while it has no listeners (dead ones may count until the next change).
+    var isEmpty: Bool { listeners.isEmpty }
     /// Removes `delegate`.
     public func removeDelegate(_ delegate: PeripheralDelegate) { listeners.remove(delegate) }
     /// The live listeners, in order.

@@ -29,4 +29,8 @@ final class WeakListeners: @unchecked Sendable {
     }
 
     var count: Int { snapshot().count }
+
+    /// True when no listener was ever added or all were removed: lets the hot path skip the
+    /// snapshot (which allocates) for every event.
+    var isEmpty: Bool { entries.withLock { $0.isEmpty } }
 }

@@ -183,17 +183,21 @@ public final class Peripheral: @unchecked Sendable {
         // Delegates are the app's objects, called only on the queue the app chose (as
         // CoreBluetooth does); the box carries them there and nothing else touches them.
         let primary = Unchecked(delegate)
-        let multi = multiDelegate
+        let multi = multiDelegate.isEmpty ? nil : multiDelegate
         session.callbacks.deliver {
             if let delegate = primary.value { body(delegate) }
-            body(multi)
+            if let multi { body(multi) }
         }
     }
 
     /// Queues a value callback that carries its value: inside it, on whatever queue,
     /// `characteristic.value` is this value, not whatever arrived since.
     @BleLoop func emitValue(_ value: Data?, for characteristic: Characteristic, error: BleError?) {
-        for observer in liveObservers() { observer.peripheral(self, didReceive: value, for: characteristic, error: error) }
+        for observer in loopObservers { observer.value?.peripheral(self, didReceive: value, for: characteristic, error: error) }
+        guard session.callbacks.queue != nil else {
+            // On the loop the callback runs now, before anything else can change `value`.
+            return emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: error) }
+        }
         let delivered = DeliveredValue(attribute: ObjectIdentifier(characteristic), value: value)
         emit { delegate in
             DeliveredValue.$current.withValue(delivered) {
@@ -213,18 +217,18 @@ public final class Peripheral: @unchecked Sendable {
     }
 
     @BleLoop func emitWritten(_ characteristic: Characteristic, error: BleError?) {
-        for observer in liveObservers() { observer.peripheral(self, didWrite: characteristic, error: error) }
+        for observer in loopObservers { observer.value?.peripheral(self, didWrite: characteristic, error: error) }
         emit { $0.peripheral(self, didWriteValueFor: characteristic, error: error) }
     }
 
     @BleLoop func emitNotificationState(_ characteristic: Characteristic, error: BleError?) {
         let notifying = characteristic.isNotifyingOnLoop
-        for observer in liveObservers() { observer.peripheral(self, notificationStateOf: characteristic, isOn: notifying, error: error) }
+        for observer in loopObservers { observer.value?.peripheral(self, notificationStateOf: characteristic, isOn: notifying, error: error) }
         emit { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: error) }
     }
 
     @BleLoop func emitReadyToWrite() {
-        for observer in liveObservers() { observer.peripheralIsReadyToWriteWithoutResponse(self) }
+        for observer in loopObservers { observer.value?.peripheralIsReadyToWriteWithoutResponse(self) }
         emit { $0.peripheralIsReady(toSendWriteWithoutResponse: self) }
     }
 
@@ -242,10 +246,6 @@ public final class Peripheral: @unchecked Sendable {
     /// Removes a loop-side observer.
     @BleLoop package func removeLoopObserver(_ observer: PeripheralLoopObserver) {
         loopObservers.removeAll { $0.value == nil || $0.value === observer }
-    }
-
-    @BleLoop private func liveObservers() -> [PeripheralLoopObserver] {
-        loopObservers.compactMap(\.value)
     }
 
     @BleLoop func attach(path: ObjectPath) {

@@ -30,8 +30,13 @@ enum LoopBridge {
         }
     }
 
-    /// Runs `body` on the loop later, from any thread.
+    /// Runs `body` on the loop: at once when called on the loop thread (from inside a
+    /// callback, say: a write issued there reaches BlueZ with no queue hop), otherwise queued
+    /// onto the loop in call order.
     static func async(_ body: @escaping @BleLoop () -> Void) {
+        if MainLoop.shared.isCurrent {
+            return BleLoop.assumeIsolated { InlineCall.run(body) }
+        }
         let box = Unchecked(body)
         BleLoop.perform { box.value() }
     }
@@ -54,14 +59,22 @@ private final class ClosureBox<T>: @unchecked Sendable {
 }
 
 /// Where delegate callbacks run: on the loop (default) or on the queue given at init.
-struct CallbackQueue: Sendable {
+///
+/// On the loop they run at once, except while the app's own call is running inline (a
+/// `writeValue` made inside a callback runs on the spot, with no hop): a callback is never
+/// called from inside the call that caused it (FXBlueTooth defect 8), and order is kept.
+final class CallbackQueue: Sendable {
     let queue: DispatchQueue?
+    private let ordered = OrderedCallbacks()
 
-    /// Runs `work` on the loop now, or on the queue in order. `work` is `@Sendable`, so it is
-    /// never inferred to be loop-isolated: on a queue it would trap the runtime's isolation check.
+    init(queue: DispatchQueue?) { self.queue = queue }
+
+    /// Runs `work` on the loop now (or after the app's call returns), or on the queue in order.
+    /// `work` is `@Sendable`, so it is never inferred to be loop-isolated: on a queue it would
+    /// trap the runtime's isolation check.
     @BleLoop
     func deliver(_ work: @escaping @Sendable () -> Void) {
-        guard let queue else { return work() }
+        guard let queue else { return ordered.run(work) }
         queue.async(execute: work)
     }
 }

@@ -37,12 +37,21 @@ final class Engine: PeripheralLoopObserver {
     }
 
     private nonisolated let ids = Mutex<UInt64>(1)
+    /// Completions in order, never from inside `executable` (FXBlueTooth defect 8), even when
+    /// `executable` is called on the loop and runs inline.
+    private let completions = OrderedCallbacks()
     private var queue: [Command] = []
     private var running: Command?
     private var streams: [Command] = []
     private var cancelledBeforeStart: Set<UInt64> = []
 
     nonisolated init() {}
+
+    private func report(_ completion: PeripheralDevice.DeviceCharacteristicValue.Completion?, _ result: Result<[Data], Error>) {
+        guard let completion else { return }
+        let box = UncheckedSendable((completion, result))
+        completions.run { box.value.0(box.value.1) }
+    }
 
     nonisolated func makeToken() -> CommandToken {
         let id = ids.withLock { value -> UInt64 in
@@ -59,14 +68,11 @@ final class Engine: PeripheralLoopObserver {
     func enqueue(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
                  peripheral: Peripheral?, write: Characteristic?, read: Characteristic?) {
         if cancelledBeforeStart.remove(id) != nil {
-            completion?(.failure(PeripheralCommandError.cancelled))
+            report(completion, .failure(PeripheralCommandError.cancelled))
             return
         }
         guard let peripheral, let write, let read else {
-            // Never from inside `executable` (FXBlueTooth defect 8): the caller's code after
-            // the call must run first, as for every other outcome.
-            let box = UncheckedSendable(completion)
-            BleLoop.perform { box.value?(.failure(PeripheralCommandError.characteristicsNotReady)) }
+            report(completion, .failure(PeripheralCommandError.characteristicsNotReady))
             return
         }
         queue.append(Command(id: id, option: option, completion: completion, peripheral: peripheral, write: write, read: read))
@@ -221,11 +227,11 @@ final class Engine: PeripheralLoopObserver {
                     running = nil
                     streams.append(command)
                 }
-                command.completion?(.success(data))
+                report(command.completion, .success(data))
                 startNextIfIdle()
             } else if case .streaming = command.state {
                 command.state = .streaming(buffer: [])
-                command.completion?(.success(data))
+                report(command.completion, .success(data))
             }
         }
     }
@@ -249,7 +255,7 @@ final class Engine: PeripheralLoopObserver {
         if running === command { running = nil }
         queue.removeAll { $0 === command }
         streams.removeAll { $0 === command }
-        command.completion?(result)
+        report(command.completion, result)
         startNextIfIdle()
     }
 

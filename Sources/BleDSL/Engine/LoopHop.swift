@@ -1,3 +1,4 @@
+import BleCore
 import BleRuntime
 
 /// Gets onto the loop from wherever the caller is.
@@ -7,7 +8,7 @@ enum LoopHop {
     /// onto the loop, in order.
     static func run(_ body: @escaping @BleLoop () -> Void) {
         if MainLoop.shared.isCurrent {
-            BleLoop.assumeIsolated { body() }
+            BleLoop.assumeIsolated { InlineCall.run(body) }
         } else {
             let box = UncheckedSendable(body)
             BleLoop.perform { box.value() }
