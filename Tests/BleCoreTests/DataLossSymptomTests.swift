@@ -299,7 +299,7 @@ struct DataLossSymptomTests {
 
     @Test func gattLookupsLookOnlyAtTheDevicesOwnObjects() async throws {
         var peripherals = [Sample.spec()]
-        for index in 0..<120 {
+        for index in 0..<60 {
             peripherals.append(PeripheralSpec(address: String(format: "C0:FF:EE:01:%02X:%02X", index / 256, index % 256), name: "other \(index)"))
         }
         let bench = try await Bench.start(peripherals)
@@ -307,8 +307,8 @@ struct DataLossSymptomTests {
         bench.central.scanForPeripherals(withServices: nil)
         try await bench.waitForCall("StartDiscovery")
         let central = bench.central
-        try await bench.fixture.waitForSignal(timeout: .seconds(60), "120 devices known") { _ in
-            MainLoop.shared.isCurrent && BleLoop.assumeIsolated { (central?.cache?.children(of: "/org/bluez/hci0", with: BlueZ.device).count ?? 0) > 120 }
+        try await bench.fixture.waitForSignal(timeout: .seconds(60), "60 devices known") { _ in
+            MainLoop.shared.isCurrent && BleLoop.assumeIsolated { (central?.cache?.children(of: "/org/bluez/hci0", with: BlueZ.device).count ?? 0) > 60 }
         }
         bench.central.stopScan()
         let peripheral = try await bench.connected()

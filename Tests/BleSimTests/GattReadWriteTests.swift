@@ -178,6 +178,15 @@ struct GattReadWriteTests {
     // MARK: Value sizes (MTU 517)
 
     @BleLoop
+    @Test func aPeripheralThatIsNotBlueZTakesTheSpecsFull512Bytes() async throws {
+        let (fixture, device) = try await SimulatorFixture.connected()
+        defer { fixture.tearDown() }
+        let path = try await fixture.gattObject(device, Golden.rw)
+        try await GattReadWriteTests.write(fixture, path, Data(repeating: 0xAB, count: 512))
+        #expect(fixture.simulator.peripheral(Golden.address)?.writes.last?.value.count == 512)
+    }
+
+    @BleLoop
     @Test func aWriteRequestOf510BytesIsAccepted() async throws {
         let (fixture, device) = try await SimulatorFixture.connected()
         defer { fixture.tearDown() }
@@ -188,9 +197,14 @@ struct GattReadWriteTests {
 
     @BleLoop
     @Test(arguments: [511, 512])
-    func aWriteRequestOf511Or512BytesIsInvalidLength(count: Int) async throws {
-        // The bluez 5.66 server counts the 2-byte handle in its length check.
-        let (fixture, device) = try await SimulatorFixture.connected()
+    func aWriteRequestOf511Or512BytesIsInvalidLengthOnABlueZServer(count: Int) async throws {
+        // The bluez 5.66 server counts the 2-byte handle in its length check; a peripheral is
+        // such a server when its PnP ID is bluetoothd's (as the observed one's was).
+        var spec = Golden.spec()
+        spec.services.append(ServiceSpec(uuid: "180a", characteristics: [
+            CharacteristicSpec(uuid: "2a50", flags: ["read"], value: Data([0x02, 0x6b, 0x1d, 0x46, 0x02, 0x42, 0x05])),
+        ]))
+        let (fixture, device) = try await SimulatorFixture.connected(spec)
         defer { fixture.tearDown() }
         let path = try await fixture.gattObject(device, Golden.rw)
         await expectDBusError("org.bluez.Error.InvalidArguments", "Invalid Length") {

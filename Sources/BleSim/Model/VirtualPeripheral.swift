@@ -41,6 +41,11 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
 
     unowned let simulator: Simulator
     private(set) var layout: GattLayout
+    /// Its Device Information PnP ID is bluetoothd's own (0x1D6B:0x0246), so its server has
+    /// bluetoothd's quirks (the 510-byte single write).
+    var identifiesAsBlueZ: Bool {
+        SimDevice.modalias(from: layout)?.contains("v1D6Bp0246") ?? false
+    }
     private var values: [UInt16: Data] = [:]
     private var links: [SimLink] = []
     private var connectionCount = 0
@@ -248,8 +253,10 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
         let current = values[handle] ?? Data()
         guard offset <= current.count else { return reply(.failure(.invalidOffset)) }
         // The bluez 5.66 server counts the 2-byte handle in a single write's length check, so
-        // it refuses 511 and 512 bytes; a prepared (long) write may reach 512.
-        guard offset + value.count <= (offset == 0 ? 510 : 512) else {
+        // it refuses 511 and 512 bytes; a prepared (long) write may reach 512. Only a peripheral
+        // whose PnP ID says it is BlueZ behaves so; any other takes the spec's 512.
+        let singleWriteLimit = identifiesAsBlueZ ? 510 : 512
+        guard offset + value.count <= (offset == 0 ? singleWriteLimit : 512) else {
             return reply(withResponse ? .failure(.invalidAttributeValueLength) : .success(()))
         }
         // A long write lands in place: the bytes after it stay, as in bluez's attribute db.
