@@ -1,0 +1,164 @@
+import BleDBus
+import Foundation
+
+/// Adapter, daemon and device bookkeeping: what the session's cache events mean to the central.
+extension CentralManager {
+    // MARK: Cache events
+
+    @BleLoop func cacheEvent(_ event: CacheEvent) {
+        switch event {
+        case .loaded:
+            currentStateError = nil
+            daemonAbsence?.cancel()
+            daemonAbsence = nil
+            chooseAdapter()
+            adoptKnownDevices()
+        case .loadFailed(let error):
+            currentStateError = error
+            if case .accessDenied = error { return setState(.unauthorized) }
+            setState(.unsupported)
+            // A daemon that just claimed its name may not answer GetManagedObjects yet; try
+            // again while it is on the bus.
+            loadRetry = LoopTimer.scheduled(after: .seconds(1)) { [weak self] in self?.cache?.reload() }
+        case .daemonLost:
+            daemonLost(error: .bluetoothRestarted)
+            watchDaemonAbsence()
+        case .added(let path, let interfaces):
+            if interfaces.contains(BlueZ.adapter) { chooseAdapter() }
+            if interfaces.contains(BlueZ.device) { deviceAppeared(path) }
+        case .removed(let path, let interfaces, let last):
+            if interfaces.contains(BlueZ.adapter), path == adapterPath {
+                adapterPath = nil
+                for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
+                chooseAdapter()
+            }
+            if interfaces.contains(BlueZ.device), let address = last[BlueZ.device]?.string("Address") {
+                peripheralsByAddress[address]?.deviceRemoved()
+            }
+        case .changed(let path, let interface, let changed, _):
+            switch interface {
+            case BlueZ.adapter where path == adapterPath:
+                if changed["Powered"] != nil || changed["PowerState"] != nil { updateStateFromAdapter() }
+                if changed["Discovering"] == .boolean(false), discoveryActive, scan != nil, currentState == .poweredOn {
+                    // Another client or a power cycle ended discovery; our request still stands.
+                    discoveryActive = false
+                    beginDiscovery()
+                }
+            case BlueZ.device:
+                // The session already gave the change to the device's peripheral, if any.
+                guard path.parent == adapterPath else { break }
+                if session.peripheral(at: path) == nil { deviceAppeared(path) }
+                if scan != nil, Self.advertisingKeys.contains(where: { changed[$0] != nil }) {
+                    considerDiscovery(path)
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    static let advertisingKeys = ["RSSI", "ManufacturerData", "ServiceData", "Name", "Alias", "UUIDs", "TxPower"]
+
+    @BleLoop func chooseAdapter() {
+        guard let cache, cache.isLoaded else { return }
+        let adapters = cache.all(with: BlueZ.adapter)
+        if let current = adapterPath, adapters.contains(current) { return updateStateFromAdapter() }
+        let wanted = options.adapter?.uppercased()
+        if let wanted {
+            adapterPath = adapters.first {
+                $0.lastElement.uppercased() == wanted || cache.properties($0, BlueZ.adapter)?.string("Address")?.uppercased() == wanted
+            }
+        } else {
+            adapterPath = adapters.first { cache.properties($0, BlueZ.adapter)?.bool("Powered") == true } ?? adapters.first
+        }
+        if let adapterPath { BleLog.info("using adapter \(adapterPath)") }
+        updateStateFromAdapter()
+    }
+
+    @BleLoop func updateStateFromAdapter() {
+        guard let cache, cache.isLoaded else { return }
+        guard let adapterPath, let properties = cache.properties(adapterPath, BlueZ.adapter) else {
+            currentStateError = nil
+            return setState(.unsupported)
+        }
+        // PowerState exists only with experimental features (5.66 has none); Powered decides otherwise.
+        let powerState = properties.string("PowerState")
+        let powered = properties.bool("Powered") == true && (powerState == nil || powerState == "on")
+        if !powered, options.powerOnAdapter, powerState != "off-blocked" {
+            callBlueZ(adapterPath, BlueZ.properties, "Set", [.string(BlueZ.adapter), .string("Powered"), .variant(.boolean(true))]) { result in
+                if case .failure(let error) = result { BleLog.warning("could not power on \(adapterPath): \(error)") }
+            }
+        }
+        let previous = currentState
+        setState(powered ? .poweredOn : .poweredOff)
+        if powered, previous != .poweredOn, scan != nil { beginDiscovery() }
+        if !powered, previous == .poweredOn {
+            discoveryActive = false
+            for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
+        }
+    }
+
+    /// bluetoothd left: fail everything, report disconnections, wait for its return.
+    @BleLoop func daemonLost(error: BleError) {
+        discoveryActive = false
+        adapterPath = nil
+        // The new daemon's devices are new objects: report them again when the scan resumes.
+        scan?.reported.removeAll()
+        setState(.resetting)
+        for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: error, report: true) }
+        for peripheral in peripheralsByAddress.values { peripheral.forgetObjects() }
+    }
+
+    /// bluetoothd does not come back on its own (not restarted, not installed): after
+    /// `options.bluetoothdReturnTimeout` the state says so instead of `resetting` forever.
+    @BleLoop func watchDaemonAbsence() {
+        daemonAbsence?.cancel()
+        let limit = options.bluetoothdReturnTimeout
+        daemonAbsence = LoopTimer.scheduled(after: limit) { [weak self] in
+            guard let self, !self.closed, self.currentState == .resetting else { return }
+            self.daemonAbsence = nil
+            self.currentStateError = .serviceUnknown("bluetoothd left the bus and has not returned within \(limit)")
+            self.setState(.unsupported)
+        }
+    }
+
+    @BleLoop func adoptKnownDevices() {
+        guard let cache, let adapterPath else { return }
+        var restored: [Peripheral] = []
+        for path in cache.children(of: adapterPath, with: BlueZ.device) where path.parent == adapterPath {
+            guard let peripheral = deviceAppeared(path) else { continue }
+            let properties = cache.properties(path, BlueZ.device)
+            if options.restoreConnectedPeripherals, !restoredOnce, properties?.bool("Connected") == true {
+                peripheral.adoptConnection()
+                restored.append(peripheral)
+            }
+        }
+        if options.restoreConnectedPeripherals, !restoredOnce {
+            restoredOnce = true
+            let dict: [String: Any] = [CBCentralManagerRestoredStatePeripheralsKey: restored]
+            let box = Unchecked(dict)
+            emit { $0.centralManager(self, willRestoreState: box.value) }
+        }
+    }
+
+    /// The Peripheral for a device object of our adapter, created on first sight.
+    @BleLoop @discardableResult func deviceAppeared(_ path: ObjectPath) -> Peripheral? {
+        guard let cache, path.parent == adapterPath, let properties = cache.properties(path, BlueZ.device),
+              let address = properties.string("Address"), let adapterAddress = currentAdapterAddress else { return nil }
+        if let existing = peripheralsByAddress[address] {
+            existing.attach(path: path)
+            session.route(path, to: existing)
+            return existing
+        }
+        let peripheral = Peripheral(manager: self, path: path, address: address,
+                                    identifier: PeripheralIdentifier.make(adapterAddress: adapterAddress, deviceAddress: address))
+        peripheralsByAddress[address] = peripheral
+        session.route(path, to: peripheral)
+        if scan != nil { considerDiscovery(path) }
+        return peripheral
+    }
+
+    @BleLoop func peripheral(at path: ObjectPath) -> Peripheral? {
+        session.peripheral(at: path) ?? peripheralsByAddress.values.first { $0.devicePath == path }
+    }
+}

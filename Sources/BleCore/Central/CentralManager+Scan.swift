@@ -1,0 +1,125 @@
+import BleDBus
+import Foundation
+
+/// Discovery: the scan request, BlueZ's discovery session, and which devices are reported.
+extension CentralManager {
+    // MARK: Scan on the loop
+
+    @BleLoop func startScan(services: [BluetoothUUID]?, options: ScanOptions) {
+        let restart = scan != nil
+        scan = ScanRequest(services: services?.isEmpty == true ? nil : services, options: options)
+        guard currentState == .poweredOn else {
+            BleLog.info("scan requested while \(currentState); it starts when the adapter is powered on")
+            return
+        }
+        if restart && discoveryActive {
+            setDiscoveryFilter()
+        } else {
+            beginDiscovery()
+        }
+        // Devices BlueZ already knows and hears are reported from their next advertisement.
+    }
+
+    @BleLoop func discoveryFilter() -> DBusValue {
+        guard let scan else { return BlueZShapes.propertyDictionary([]) }
+        var pairs: [(String, DBusValue)] = [
+            ("Transport", .string(scan.options.transport.rawValue)),
+            // 5.66's code default is false despite the docs (bluez doc fix 5f901b537): say it.
+            ("DuplicateData", .boolean(scan.options.allowDuplicates)),
+        ]
+        if let services = scan.services {
+            pairs.append(("UUIDs", .array(element: .string, services.map { .string($0.uuidString128) })))
+        }
+        if let rssi = scan.options.rssiThreshold { pairs.append(("RSSI", .int16(Int16(clamping: rssi)))) }
+        if let pattern = scan.options.pattern { pairs.append(("Pattern", .string(pattern))) }
+        return BlueZShapes.propertyDictionary(pairs)
+    }
+
+    @BleLoop func setDiscoveryFilter(then next: (@BleLoop () -> Void)? = nil) {
+        guard let adapterPath else { return }
+        callBlueZ(adapterPath, BlueZ.adapter, "SetDiscoveryFilter", [discoveryFilter()]) { result in
+            if case .failure(let error) = result { BleLog.warning("SetDiscoveryFilter failed: \(error); scanning unfiltered") }
+            next?()
+        }
+    }
+
+    @BleLoop func beginDiscovery() {
+        guard let adapterPath, scan != nil, !discoveryActive else { return }
+        discoveryActive = true
+        setDiscoveryFilter { [weak self] in
+            guard let self, self.scan != nil, self.adapterPath == adapterPath else { return }
+            self.callBlueZ(adapterPath, BlueZ.adapter, "StartDiscovery") { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success, .failure(.inProgress):
+                    // InProgress: this client already has a session on the adapter (bleak #859).
+                    BleLog.info("discovery started on \(adapterPath)")
+                case .failure(.notReady):
+                    // The adapter went off on the way: the request stands and resumes at poweredOn.
+                    BleLog.info("StartDiscovery: adapter not ready; the scan resumes when it is powered on")
+                    self.discoveryActive = false
+                case .failure(let error):
+                    BleLog.warning("StartDiscovery failed: \(error)")
+                    self.discoveryActive = false
+                    self.scan = nil
+                    self.emit { $0.centralManager(self, didFailToScan: error) }
+                }
+            }
+        }
+    }
+
+    @BleLoop func endScan() {
+        scan = nil
+        guard discoveryActive, let adapterPath else { return }
+        discoveryActive = false
+        callBlueZ(adapterPath, BlueZ.adapter, "StopDiscovery") { result in
+            switch result {
+            case .success, .failure(.notReady), .failure(.failed), .failure(.bluetoothRestarted), .failure(.noBus):
+                // NotReady: the adapter went off, discovery is over anyway (HA #83673). No bus:
+                // our connection closed (close()), and bluetoothd ends a leaving client's session.
+                break
+            case .failure(let error):
+                BleLog.warning("StopDiscovery failed: \(error)")
+            }
+        }
+    }
+
+    @BleLoop func considerDiscovery(_ path: ObjectPath) {
+        guard var request = scan, let cache, let properties = cache.properties(path, BlueZ.device),
+              let address = properties.string("Address"), let peripheral = peripheralsByAddress[address] else { return }
+        // Without RSSI the device was not heard in this discovery (RSSI is invalidated when it stops).
+        guard let rssi = properties[ "RSSI"]?.as(Int16.self) else { return }
+        let advertisement = Self.advertisement(from: properties)
+        if let services = request.services {
+            let offered = Set(advertisement.serviceUUIDs).union(advertisement.serviceData.keys)
+            guard services.contains(where: offered.contains) else { return }
+        }
+        if let threshold = request.options.rssiThreshold, Int(rssi) < threshold { return }
+        if let pattern = request.options.pattern {
+            let name = advertisement.localName ?? ""
+            guard address.uppercased().hasPrefix(pattern.uppercased()) || name.hasPrefix(pattern) else { return }
+        }
+        if !request.options.allowDuplicates {
+            guard !request.reported.contains(address) else { return }
+            request.reported.insert(address)
+            scan = request
+        }
+        emit { $0.centralManager(self, didDiscover: peripheral, advertisementData: advertisement, rssi: Int(rssi)) }
+    }
+
+    static func advertisement(from properties: PropertyMap) -> AdvertisementData {
+        let manufacturer = properties["ManufacturerData"].flatMap { try? BlueZShapes.manufacturerData($0) } ?? [:]
+        var serviceData: [BluetoothUUID: Data] = [:]
+        let rawServiceData: [String: Data] = properties["ServiceData"].flatMap { try? BlueZShapes.serviceData($0) } ?? [:]
+        for (key, value) in rawServiceData {
+            if let uuid = BluetoothUUID(key) { serviceData[uuid] = value }
+        }
+        return AdvertisementData(localName: properties.string("Name") ?? properties.string("Alias").flatMap { alias in
+                                     // bluetoothd shows the address with dashes as the alias of a nameless device.
+                                     alias == properties.string("Address")?.replacingOccurrences(of: ":", with: "-") ? nil : alias
+                                 },
+                                 manufacturerData: manufacturer, serviceData: serviceData,
+                                 serviceUUIDs: (properties.strings("UUIDs") ?? []).compactMap(BluetoothUUID.init),
+                                 txPowerLevel: properties["TxPower"]?.as(Int16.self).map(Int.init))
+    }
+}
