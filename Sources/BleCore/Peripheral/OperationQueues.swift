@@ -78,19 +78,33 @@ struct OperationQueues {
     /// Operations queued or running, for tests and diagnostics.
     var pendingCount: Int { queues.values.reduce(0) { $0 + $1.filter { !$0.finished }.count } }
 
-    /// Fails every pending operation (queued or running) at once.
-    mutating func failAll(with error: BleError) {
+    /// Removes every pending operation (queued or running) and returns them, for the caller to
+    /// fail: finishing them in here would run their completions (which start the next
+    /// operation) while the queues are still being changed.
+    mutating func takeAll() -> [GattOperation] {
         let all = queues.values.flatMap { $0 }
         queues.removeAll()
-        for operation in all { operation.finish(.failure(error)) }
+        return all
     }
 
-    /// Fails the operations on attributes under `path` (a removed service).
-    mutating func failAll(under path: ObjectPath, with error: BleError) {
+    /// Removes and returns the operations on attributes under `path` (a removed service).
+    mutating func takeAll(under path: ObjectPath) -> [GattOperation] {
         let keys = queues.keys.filter { $0.isDescendant(of: path) }
         var all: [GattOperation] = []
         for key in keys { all += queues.removeValue(forKey: key) ?? [] }
-        for operation in all { operation.finish(.failure(error)) }
+        return all
+    }
+}
+
+extension Peripheral {
+    /// Fails every pending operation at once.
+    @BleLoop func failAllOperations(with error: BleError) {
+        for operation in operations.takeAll() { operation.finish(.failure(error)) }
+    }
+
+    /// Fails the operations on attributes under `path`.
+    @BleLoop func failOperations(under path: ObjectPath, with error: BleError) {
+        for operation in operations.takeAll(under: path) { operation.finish(.failure(error)) }
     }
 }
 
@@ -102,13 +116,29 @@ extension Peripheral {
         guard isLinkUp else { return completion(.failure(.peripheralNotConnected)) }
         let operation = GattOperation(name: name, key: key, start: start) { [weak self] result in
             completion(result)
-            // The next operation starts after this one ended, however it ended; not from inside
-            // its completion, so a long queue does not nest calls.
-            BleLoop.perform { self?.startNext(on: key) }
+            // The next operation starts after this one ended, however it ended: at once (no
+            // extra loop wake-up per operation), but never nested (see `operationEnded`).
+            self?.operationEnded(on: key)
         }
         if operations.enqueue(operation, queueTimeout: session.options.queueTimeout) {
             startNext(on: key)
         }
+    }
+
+    /// Starts what waits on `key`. An operation that ends at once when started (the link is
+    /// gone) would start the next from inside its own start, thousands deep for a long queue:
+    /// this loop runs them one after another instead.
+    @BleLoop func operationEnded(on key: ObjectPath) {
+        keysToStart.append(key)
+        guard !startingNext else { return }
+        startingNext = true
+        defer { startingNext = false }
+        var index = 0
+        while index < keysToStart.count {
+            startNext(on: keysToStart[index])
+            index += 1
+        }
+        keysToStart.removeAll(keepingCapacity: true)
     }
 
     @BleLoop func startNext(on key: ObjectPath) {

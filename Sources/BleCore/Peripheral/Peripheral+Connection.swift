@@ -163,7 +163,7 @@ extension Peripheral {
         }
         let wasUp = currentState == .connected || currentState == .disconnecting
         currentState = .disconnected
-        operations.failAll(with: error ?? .disconnected)
+        failAllOperations(with: error ?? .disconnected)
         failServiceWaits(error ?? .disconnected)
         // The link's channels end with it; what the app asked for stays wanted and is re-armed
         // on the next link. bluetoothd that left took its sessions along: nothing to release.
@@ -191,7 +191,7 @@ extension Peripheral {
         guard currentState == .connected else { return }
         currentState = .disconnecting
         // The user asked: pending operations end now, not after bluetoothd's ~2 s Disconnect.
-        operations.failAll(with: .disconnected)
+        failAllOperations(with: .disconnected)
         failServiceWaits(.disconnected)
         session.call(devicePath, BlueZ.device, "Disconnect", address: address) { [weak self] result in
             guard let self, self.currentState == .disconnecting else { return }

@@ -49,6 +49,11 @@ public final class Peripheral: @unchecked Sendable {
     @BleLoop var knownMTU: UInt16?
     /// Counts links: a reply or a socket event from an earlier link is recognised as such.
     @BleLoop var linkGeneration: UInt64 = 0
+    /// Keys whose next operation is to start, and whether that loop is running.
+    @BleLoop var keysToStart: [ObjectPath] = []
+    @BleLoop var startingNext = false
+    /// `peerIsBlueZ`, worked out once per `Modalias` value.
+    @BleLoop var blueZPeerVerdict: Bool?
 
     @BleLoop init(manager: CentralManager, path: ObjectPath, address: String, identifier: UUID) {
         self.manager = manager
@@ -167,8 +172,11 @@ public final class Peripheral: @unchecked Sendable {
 
     /// The peer's GATT server is bluetoothd (vendor 0x1D6B, product 0x0246: BlueZ's own PnP ID).
     @BleLoop var peerIsBlueZ: Bool {
+        if let blueZPeerVerdict { return blueZPeerVerdict }
         guard let modalias = deviceProperties?.string("Modalias")?.lowercased() else { return false }
-        return modalias.hasPrefix("usb:v1d6bp0246") || modalias.hasPrefix("bluetooth:v1d6bp0246")
+        let verdict = modalias.hasPrefix("usb:v1d6bp0246") || modalias.hasPrefix("bluetooth:v1d6bp0246")
+        blueZPeerVerdict = verdict
+        return verdict
     }
 
     /// See `maximumWriteValueLength(for:)`.
@@ -249,6 +257,7 @@ public final class Peripheral: @unchecked Sendable {
     }
 
     @BleLoop func attach(path: ObjectPath) {
+        blueZPeerVerdict = nil
         if path != devicePath {
             devicePath = path
             forgetObjects()
@@ -282,6 +291,7 @@ public final class Peripheral: @unchecked Sendable {
         if changed.bool("Connected") == false || changed.bool("ServicesResolved") == false {
             linkWentDown()
         }
+        if changed["Modalias"] != nil { blueZPeerVerdict = nil }
         if changed["Connected"] != nil || changed["ServicesResolved"] != nil || changed["Modalias"] != nil { checkReady() }
     }
 
@@ -307,7 +317,7 @@ public final class Peripheral: @unchecked Sendable {
                 characteristicsByPath.removeValue(forKey: charPath)
             }
             descriptorsByPath = descriptorsByPath.filter { !$0.key.isDescendant(of: path) }
-            operations.failAll(under: path, with: .attributeGone)
+            failOperations(under: path, with: .attributeGone)
             emit { $0.peripheral(self, didModifyServices: [service]) }
         }
     }
