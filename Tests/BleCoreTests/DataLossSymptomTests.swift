@@ -3,6 +3,7 @@ import BleDBus
 import BleSim
 import BleTestSupport
 import Foundation
+import Glibc
 import Testing
 
 /// One test per symptom of issue 10 ("BleCore 2: nothing lost, ever"), named after it. Each
@@ -315,6 +316,45 @@ struct DataLossSymptomTests {
         let cache = try #require(bench.central.cache)
         _ = cache.children(of: peripheral.devicePath, with: BlueZ.gattCharacteristic)
         #expect(cache.lastLookupCandidates < 40, "a device's lookup visits \(cache.lastLookupCandidates) objects of \(cache.objects.count)")
+    }
+
+    @Test func aPeerFloodingItsNotifySocketDoesNotStallTheLoop() async throws {
+        let bench = try await Bench.start()
+        defer { bench.tearDown() }
+        let peripheral = try await bench.connected()
+        let notify = bench.characteristic(peripheral, Sample.notify)
+        // A notification socket with 200 packets already waiting in it, as from a peer that
+        // floods: our end is adopted as AcquireNotify's would be.
+        var ends: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &ends) == 0)
+        let flood = 200
+        for index in 0..<flood {
+            var packet: [UInt8] = [UInt8(index & 0xff), 1]
+            #expect(send(ends[1], &packet, packet.count, 0) == packet.count)
+        }
+        var delivered = 0
+        var seenByOtherWork: Int?
+        let otherWork = EventRecorder<Int>()
+        bench.recorder.onEvent = { event in
+            guard case .value(let c, _, nil) = event, c === notify else { return }
+            delivered += 1
+            if delivered == 1 {
+                // Queued on the first packet: it must run before the flood is drained.
+                BleLoop.perform {
+                    seenByOtherWork = delivered
+                    otherWork.append(delivered)
+                }
+            }
+        }
+        let mark = bench.recorder.mark
+        let subscription = NotifySubscription(link: peripheral.linkGeneration, path: .acquire)
+        notify.subscription = subscription
+        peripheral.adoptNotifySocket(ends[0], notify, subscription)
+        try await otherWork.wait(count: 1)
+        try await bench.await("the flood's last", since: mark) { if case .value(_, Data([UInt8((flood - 1) & 0xff), 1])?, nil) = $0 { return true }; return false }
+        #expect((seenByOtherWork ?? flood) < flood, "other work ran after \(seenByOtherWork ?? -1) of \(flood) notifications")
+        #expect(delivered == flood, "none lost")
+        close(ends[1])
     }
 
     @Test func aMegabyteErrorTextIsBoundedInTheError() {

@@ -108,7 +108,7 @@ extension Peripheral {
         }
     }
 
-    @BleLoop private func adoptNotifySocket(_ descriptor: Int32, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
+    @BleLoop func adoptNotifySocket(_ descriptor: Int32, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
         let watch = FileDescriptorWatch(descriptor: descriptor) { [weak self, weak characteristic, weak subscription] events in
             guard let self, let characteristic, let subscription else { return }
             self.notifySocketReadable(characteristic, subscription, events: events)
