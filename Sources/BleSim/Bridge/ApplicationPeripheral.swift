@@ -1,0 +1,263 @@
+import BleDBus
+import Foundation
+
+/// A registered GATT application acting as the server end of links from other adapters.
+@BleLoop
+final class ApplicationPeripheral: SimGattServer {
+    let owner: String
+    let root: ObjectPath
+    let layout: GattLayout
+    private unowned let adapter: SimAdapter
+    /// App object path by ATT handle (value handles and descriptor handles).
+    private var objectByHandle: [UInt16: ObjectPath] = [:]
+    private var handleByObject: [ObjectPath: UInt16] = [:]
+    private var links: [SimLink] = []
+    private var valueSignals: SignalSubscription?
+    private var notifying: Set<UInt16> = []
+
+    var mtu: UInt16 { 517 }
+    var gapName: String? { adapter.systemName }
+
+    /// What a central sees of an app's flags: bluetoothd turns the security variants into the
+    /// plain ATT property (the requirement becomes a permission, invisible to the client) and
+    /// announces reliable writes and writable auxiliaries through the extended-properties bit.
+    static func attributeFlags(_ flags: [String]) -> [String] {
+        var result = flags
+        func ensure(_ flag: String) { if !result.contains(flag) { result.append(flag) } }
+        if flags.contains(where: { ["encrypt-read", "encrypt-authenticated-read", "secure-read"].contains($0) }) { ensure("read") }
+        if flags.contains(where: { ["encrypt-write", "encrypt-authenticated-write", "secure-write"].contains($0) }) { ensure("write") }
+        if flags.contains("reliable-write") || flags.contains("writable-auxiliaries") { ensure("extended-properties") }
+        return result
+    }
+
+    init?(owner: String, root: ObjectPath, objects: ManagedObjects, adapter: SimAdapter) {
+        self.owner = owner
+        self.root = root
+        self.adapter = adapter
+        let paths = objects.keys.filter { $0.isDescendant(of: root) }.sorted()
+        var specs: [ServiceSpec] = []
+        var appPaths: [(service: ObjectPath, characteristics: [(path: ObjectPath, descriptors: [ObjectPath])])] = []
+        for path in paths {
+            guard let service = objects[path]?["org.bluez.GattService1"] else { continue }
+            guard let uuid = service["UUID"]?.as(String.self), SimUUID.full(uuid) != nil else { return nil }
+            var spec = ServiceSpec(uuid: uuid, primary: service["Primary"]?.as(Bool.self) ?? true)
+            var characteristicPaths: [(path: ObjectPath, descriptors: [ObjectPath])] = []
+            for characteristicPath in paths {
+                guard let characteristic = objects[characteristicPath]?["org.bluez.GattCharacteristic1"],
+                      characteristic["Service"]?.as(ObjectPath.self) == path else { continue }
+                guard let characteristicUUID = characteristic["UUID"]?.as(String.self), SimUUID.full(characteristicUUID) != nil,
+                      let flags = characteristic["Flags"]?.as([String].self) else { return nil }
+                var characteristicSpec = CharacteristicSpec(uuid: characteristicUUID, flags: Self.attributeFlags(flags),
+                                                            value: characteristic["Value"]?.as(Data.self) ?? Data())
+                if flags.contains("reliable-write") || flags.contains("writable-auxiliaries") {
+                    // bluetoothd's server declares them in an Extended Properties descriptor, first.
+                    characteristicSpec.descriptors.append(DescriptorSpec(uuid: "2900", flags: ["read"]))
+                }
+                var descriptorPaths: [ObjectPath] = []
+                for descriptorPath in paths {
+                    guard let descriptor = objects[descriptorPath]?["org.bluez.GattDescriptor1"],
+                          descriptor["Characteristic"]?.as(ObjectPath.self) == characteristicPath,
+                          let descriptorUUID = descriptor["UUID"]?.as(String.self), SimUUID.full(descriptorUUID) != nil else { continue }
+                    characteristicSpec.descriptors.append(DescriptorSpec(uuid: descriptorUUID,
+                                                                         flags: descriptor["Flags"]?.as([String].self) ?? ["read"]))
+                    descriptorPaths.append(descriptorPath)
+                }
+                spec.characteristics.append(characteristicSpec)
+                characteristicPaths.append((characteristicPath, descriptorPaths))
+            }
+            specs.append(spec)
+            appPaths.append((path, characteristicPaths))
+        }
+        layout = GattLayout(specs: specs, daemon: .bluetoothdServer)
+        // The first services are those bluetoothd itself serves (GATT, Device Information).
+        for (index, service) in layout.services.dropFirst(layout.daemonServiceCount).enumerated() where index < appPaths.count {
+            for (characteristicIndex, characteristic) in service.characteristics.enumerated()
+            where characteristicIndex < appPaths[index].characteristics.count {
+                let entry = appPaths[index].characteristics[characteristicIndex]
+                objectByHandle[characteristic.valueHandle] = entry.path
+                handleByObject[entry.path] = characteristic.valueHandle
+                // An automatic CCCD, when added, comes first; the app's own descriptors follow.
+                let appDescriptors = characteristic.descriptors.suffix(entry.descriptors.count)
+                for (descriptor, path) in zip(appDescriptors, entry.descriptors) { objectByHandle[descriptor.handle] = path }
+            }
+        }
+        subscribeToValues()
+    }
+
+    /// A server with no database, for an advertisement without an application.
+    init(emptyOn adapter: SimAdapter) {
+        owner = ""
+        root = .root
+        layout = GattLayout(specs: [])
+        self.adapter = adapter
+    }
+
+    private var connection: Connection? { adapter.simulator.connection }
+
+    private func subscribeToValues() {
+        valueSignals = try? connection?.signals.subscribe(SignalMatch(sender: owner, pathNamespace: root,
+                                                                       interface: "org.freedesktop.DBus.Properties",
+                                                                       member: "PropertiesChanged")) { [weak self] message in
+            guard let self, let path = message.path, let handle = self.handleByObject[path],
+                  message.body.first == .string("org.bluez.GattCharacteristic1"),
+                  case .bytes(let value)? = SimulatorFixtureless.changed(message, "Value") else { return }
+            for link in self.links where link.subscriptions.contains(handle) {
+                link.sendNotification(handle: handle, value: Data(value.prefix(Int(link.mtu) - 3)))
+            }
+        }
+    }
+
+    private func options(for link: SimLink, offset: Int?) -> DBusValue {
+        let device = adapter.deviceForIncoming(address: link.centralAddress)
+        var pairs: [(String, DBusValue)] = [("device", .objectPath(device.path))]
+        if let offset, offset > 0 { pairs.append(("offset", .uint16(UInt16(clamping: offset)))) }
+        pairs.append(("link", .string("LE")))
+        pairs.append(("mtu", .uint16(link.mtu)))
+        return BlueZShapes.propertyDictionary(pairs)
+    }
+
+    func linkUp(_ link: SimLink) {
+        links.append(link)
+        adapter.deviceForIncoming(address: link.centralAddress).incomingLinkChanged(up: true)
+    }
+
+    func linkDown(_ link: SimLink) {
+        links.removeAll { $0 === link }
+        adapter.devices[link.centralAddress]?.incomingLinkChanged(up: false)
+        updateNotifying()
+    }
+
+    func dropLinks(reason: String = "peripheral stopped advertising") {
+        for link in links { link.device?.linkLost(reason: reason) }
+    }
+
+    func read(handle: UInt16, offset: Int, link: SimLink, reply: @escaping @BleLoop (Result<Data, AttError>) -> Void) {
+        if let daemonValue = layout.daemonValue(handle: handle) {
+            return reply(offset <= daemonValue.count ? .success(Data(daemonValue.dropFirst(offset))) : .failure(.invalidOffset))
+        }
+        guard let path = objectByHandle[handle], let connection else { return reply(.failure(.readNotPermitted)) }
+        let characteristic = layout.characteristic(handle: handle)
+        let isValue = characteristic?.valueHandle == handle
+        // bluetoothd's server checks the permissions the flags give before it asks the app.
+        if let characteristic, isValue, !characteristic.isReadable { return reply(.failure(.readNotPermitted)) }
+        let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
+        connection.call(destination: owner, path: path, interface: interface, member: "ReadValue",
+                        arguments: [options(for: link, offset: offset)]) { result in
+            BleLoop.assumeIsolated {
+                switch result {
+                case .success(let body):
+                    guard case .bytes(let value)? = body.first else { return reply(.failure(.other(0x0e))) }
+                    reply(.success(value))
+                case .failure(let error):
+                    reply(.failure(ApplicationPeripheral.attError(error)))
+                }
+            }
+        }
+    }
+
+    func write(handle: UInt16, value: Data, offset: Int, withResponse: Bool, link: SimLink,
+               reply: @escaping @BleLoop (Result<Void, AttError>) -> Void) {
+        guard let path = objectByHandle[handle], let connection else { return reply(.failure(.writeNotPermitted)) }
+        // The 5.66 server counts the 2-byte handle in its length check.
+        guard offset + value.count <= 510 else { return reply(withResponse ? .failure(.invalidAttributeValueLength) : .success(())) }
+        let characteristic = layout.characteristic(handle: handle)
+        let isValue = characteristic?.valueHandle == handle
+        // bluetoothd's server checks the permissions before it asks the app; a Write Command it
+        // refuses is dropped without an answer.
+        if let characteristic, isValue, !characteristic.isWritable {
+            return reply(withResponse ? .failure(.writeNotPermitted) : .success(()))
+        }
+        let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
+        connection.call(destination: owner, path: path, interface: interface, member: "WriteValue",
+                        arguments: [.bytes(value), options(for: link, offset: offset)]) { result in
+            BleLoop.assumeIsolated {
+                switch result {
+                case .success: reply(.success(()))
+                case .failure(let error): reply(withResponse ? .failure(ApplicationPeripheral.attError(error)) : .success(()))
+                }
+            }
+        }
+    }
+
+    func subscriptionChanged(handle: UInt16, enabled: Bool, link: SimLink) {
+        if enabled { link.subscriptions.insert(handle) } else { link.subscriptions.remove(handle) }
+        updateNotifying()
+    }
+
+    /// StartNotify on the app when the first central subscribes, StopNotify after the last.
+    private func updateNotifying() {
+        guard let connection else { return }
+        let wanted = Set(links.flatMap(\.subscriptions))
+        for handle in wanted.subtracting(notifying) {
+            guard let path = objectByHandle[handle] else { continue }
+            connection.call(destination: owner, path: path, interface: "org.bluez.GattCharacteristic1", member: "StartNotify") { _ in }
+        }
+        for handle in notifying.subtracting(wanted) {
+            guard let path = objectByHandle[handle] else { continue }
+            connection.call(destination: owner, path: path, interface: "org.bluez.GattCharacteristic1", member: "StopNotify") { _ in }
+        }
+        notifying = wanted
+    }
+
+    func stopNotifyAll() {
+        for link in links { link.subscriptions.removeAll() }
+        updateNotifying()
+    }
+
+    func confirmed(handle: UInt16, link: SimLink) {
+        guard let path = objectByHandle[handle], let connection else { return }
+        var confirm = DBusMessage.methodCall(destination: owner, path: path, interface: "org.bluez.GattCharacteristic1", member: "Confirm")
+        confirm.noReplyExpected = true
+        _ = try? connection.send(confirm)
+    }
+
+    func close() {
+        valueSignals?.cancel()
+        valueSignals = nil
+        dropLinks()
+    }
+
+    /// The app left the bus while centrals were connected: bluetoothd takes its services out of
+    /// the database and indicates Service Changed to each central, which then drops their
+    /// objects; the links themselves stay, serving bluetoothd's own services.
+    func ownerLeft() {
+        valueSignals?.cancel()
+        valueSignals = nil
+        let appServices = layout.services.dropFirst(layout.daemonServiceCount)
+        let handles = Set(appServices.map(\.handle))
+        let valueHandles = Set(appServices.flatMap { $0.characteristics.map(\.valueHandle) })
+        objectByHandle.removeAll()
+        handleByObject.removeAll()
+        for link in links {
+            link.subscriptions.subtract(valueHandles)
+            link.device?.peerServicesRemoved(handles: handles)
+        }
+        notifying.removeAll()
+    }
+
+    /// An app's error reply as the ATT error bluetoothd sends to the central.
+    static func attError(_ error: DBusError) -> AttError {
+        guard case .remote(let name, let message) = error else { return .other(0x0e) }
+        switch name {
+        case "org.bluez.Error.NotPermitted": return message.contains("Write") ? .writeNotPermitted : .readNotPermitted
+        case "org.bluez.Error.InvalidOffset": return .invalidOffset
+        case "org.bluez.Error.InvalidValueLength": return .invalidAttributeValueLength
+        case "org.bluez.Error.NotAuthorized": return .insufficientAuthorization
+        case "org.bluez.Error.NotSupported": return .requestNotSupported
+        case "org.bluez.Error.Failed":
+            // Apps pick their own ATT code with a "0x80".."0x9f" message (5.66).
+            let trimmed = message.hasPrefix("0x") ? String(message.dropFirst(2)) : message
+            if let code = UInt8(trimmed, radix: 16), (0x80...0x9f).contains(code) { return .other(code) }
+            return .other(0x0e)
+        default: return .other(0x0e)
+        }
+    }
+}
+
+/// Reads a value out of a `PropertiesChanged` signal.
+enum SimulatorFixtureless {
+    static func changed(_ message: DBusMessage, _ name: String) -> DBusValue? {
+        guard message.body.count == 3, let map = try? BlueZShapes.propertyMap(message.body[1]) else { return nil }
+        return map[name]
+    }
+}
