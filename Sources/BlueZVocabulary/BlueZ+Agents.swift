@@ -1,0 +1,65 @@
+import BleDBus
+
+extension BlueZ {
+    /// `org.bluez.AgentManager1` at `/org/bluez`: where pairing agents register.
+    public enum AgentManager1 {
+        /// The interface name.
+        public static let interface = "org.bluez.AgentManager1"
+
+        /// The method names.
+        public enum Method {
+            /// Registers an agent object with a capability (`Capability`).
+            public static let registerAgent = "RegisterAgent"
+            /// Unregisters it.
+            public static let unregisterAgent = "UnregisterAgent"
+            /// Makes a registered agent the default one.
+            public static let requestDefaultAgent = "RequestDefaultAgent"
+        }
+
+        /// The IO capabilities `RegisterAgent` accepts.
+        public enum Capability {
+            /// Shows a passkey, cannot confirm.
+            public static let displayOnly = "DisplayOnly"
+            /// Shows a passkey and can confirm.
+            public static let displayYesNo = "DisplayYesNo"
+            /// Can type, cannot show.
+            public static let keyboardOnly = "KeyboardOnly"
+            /// Neither shows nor types (Just Works).
+            public static let noInputNoOutput = "NoInputNoOutput"
+            /// Can show and type.
+            public static let keyboardDisplay = "KeyboardDisplay"
+            /// Every capability, in bluetoothd's order.
+            public static let all = [displayOnly, displayYesNo, keyboardOnly, noInputNoOutput, keyboardDisplay]
+        }
+    }
+
+    /// `org.bluez.Agent1`, implemented by an app: answers pairing requests.
+    public enum Agent1 {
+        /// The interface name.
+        public static let interface = "org.bluez.Agent1"
+    }
+
+    /// `org.bluez.ProfileManager1` at `/org/bluez`.
+    public enum ProfileManager1 {
+        /// The interface name.
+        public static let interface = "org.bluez.ProfileManager1"
+    }
+
+    /// `org.bluez.HealthManager1` at `/org/bluez` (exported by 5.66 when built with health support).
+    public enum HealthManager1 {
+        /// The interface name.
+        public static let interface = "org.bluez.HealthManager1"
+    }
+
+    /// `org.bluez.Media1` on an adapter (from the audio plugins).
+    public enum Media1 {
+        /// The interface name.
+        public static let interface = "org.bluez.Media1"
+    }
+
+    /// `org.bluez.NetworkServer1` on an adapter (from the network plugin).
+    public enum NetworkServer1 {
+        /// The interface name.
+        public static let interface = "org.bluez.NetworkServer1"
+    }
+}
