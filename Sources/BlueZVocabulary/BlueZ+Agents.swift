@@ -55,6 +55,8 @@ extension BlueZ {
     public enum Media1 {
         /// The interface name.
         public static let interface = "org.bluez.Media1"
+        /// `as`: the endpoint UUIDs the audio plugins support.
+        public static let supportedUUIDs = PropertyKey<[String]>("SupportedUUIDs")
     }
 
     /// `org.bluez.NetworkServer1` on an adapter (from the network plugin).

@@ -19,15 +19,21 @@ public struct PropertyKey<Value: Sendable>: Sendable {
         self.decoder = decode
     }
 
-    /// The value as `Value`, or nil when it has another type; variants are unwrapped first
-    /// because a `Get` reply carries the value in one.
+    /// The value as `Value`, or nil when it has another type. Strict, as bluetoothd's parsers:
+    /// a value wrapped in a further variant is another type.
     public func decode(_ value: DBusValue) -> Value? {
-        decoder(value.unwrappingVariants)
+        decoder(value)
+    }
+
+    /// The value of a `Get` reply, which carries it in one variant.
+    public func decode(getReply value: DBusValue) -> Value? {
+        guard case .variant(let inner) = value else { return nil }
+        return decoder(inner)
     }
 
     /// The property's value in `properties`, or nil when absent or of another type.
     public func read(from properties: PropertyMap) -> Value? {
-        properties[name].flatMap(decode)
+        properties[name].flatMap { decoder($0) }
     }
 }
 

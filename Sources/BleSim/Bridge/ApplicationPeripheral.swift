@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// A registered GATT application acting as the server end of links from other adapters.
@@ -38,28 +39,28 @@ final class ApplicationPeripheral: SimGattServer {
         var specs: [ServiceSpec] = []
         var appPaths: [(service: ObjectPath, characteristics: [(path: ObjectPath, descriptors: [ObjectPath])])] = []
         for path in paths {
-            guard let service = objects[path]?["org.bluez.GattService1"] else { continue }
-            guard let uuid = service["UUID"]?.as(String.self), SimUUID.full(uuid) != nil else { return nil }
-            var spec = ServiceSpec(uuid: uuid, primary: service["Primary"]?.as(Bool.self) ?? true)
+            guard let service = objects[path]?[BlueZ.GattService1.interface] else { continue }
+            guard let uuid = service[BlueZ.GattService1.uuid], SimUUID.full(uuid) != nil else { return nil }
+            var spec = ServiceSpec(uuid: uuid, primary: service[BlueZ.GattService1.primary] ?? true)
             var characteristicPaths: [(path: ObjectPath, descriptors: [ObjectPath])] = []
             for characteristicPath in paths {
-                guard let characteristic = objects[characteristicPath]?["org.bluez.GattCharacteristic1"],
-                      characteristic["Service"]?.as(ObjectPath.self) == path else { continue }
-                guard let characteristicUUID = characteristic["UUID"]?.as(String.self), SimUUID.full(characteristicUUID) != nil,
-                      let flags = characteristic["Flags"]?.as([String].self) else { return nil }
+                guard let characteristic = objects[characteristicPath]?[BlueZ.GattCharacteristic1.interface],
+                      characteristic[BlueZ.GattCharacteristic1.service] == path else { continue }
+                guard let characteristicUUID = characteristic[BlueZ.GattCharacteristic1.uuid], SimUUID.full(characteristicUUID) != nil,
+                      let flags = characteristic[BlueZ.GattCharacteristic1.flags] else { return nil }
                 var characteristicSpec = CharacteristicSpec(uuid: characteristicUUID, flags: Self.attributeFlags(flags),
-                                                            value: characteristic["Value"]?.as(Data.self) ?? Data())
+                                                            value: characteristic[BlueZ.GattCharacteristic1.value] ?? Data())
                 if flags.contains("reliable-write") || flags.contains("writable-auxiliaries") {
                     // bluetoothd's server declares them in an Extended Properties descriptor, first.
                     characteristicSpec.descriptors.append(DescriptorSpec(uuid: "2900", flags: ["read"]))
                 }
                 var descriptorPaths: [ObjectPath] = []
                 for descriptorPath in paths {
-                    guard let descriptor = objects[descriptorPath]?["org.bluez.GattDescriptor1"],
-                          descriptor["Characteristic"]?.as(ObjectPath.self) == characteristicPath,
-                          let descriptorUUID = descriptor["UUID"]?.as(String.self), SimUUID.full(descriptorUUID) != nil else { continue }
+                    guard let descriptor = objects[descriptorPath]?[BlueZ.GattDescriptor1.interface],
+                          descriptor[BlueZ.GattDescriptor1.characteristic] == characteristicPath,
+                          let descriptorUUID = descriptor[BlueZ.GattDescriptor1.uuid], SimUUID.full(descriptorUUID) != nil else { continue }
                     characteristicSpec.descriptors.append(DescriptorSpec(uuid: descriptorUUID,
-                                                                         flags: descriptor["Flags"]?.as([String].self) ?? ["read"]))
+                                                                         flags: descriptor[BlueZ.GattDescriptor1.flags] ?? ["read"]))
                     descriptorPaths.append(descriptorPath)
                 }
                 spec.characteristics.append(characteristicSpec)
@@ -96,11 +97,11 @@ final class ApplicationPeripheral: SimGattServer {
 
     private func subscribeToValues() {
         valueSignals = try? connection?.signals.subscribe(SignalMatch(sender: owner, pathNamespace: root,
-                                                                       interface: "org.freedesktop.DBus.Properties",
-                                                                       member: "PropertiesChanged")) { [weak self] message in
+                                                                       interface: FreedesktopDBus.Properties.interface,
+                                                                       member: FreedesktopDBus.Properties.propertiesChanged)) { [weak self] message in
             guard let self, let path = message.path, let handle = self.handleByObject[path],
-                  message.body.first == .string("org.bluez.GattCharacteristic1"),
-                  case .bytes(let value)? = SimulatorFixtureless.changed(message, "Value") else { return }
+                  message.body.first == .string(BlueZ.GattCharacteristic1.interface),
+                  case .bytes(let value)? = SimulatorFixtureless.changed(message, BlueZ.GattCharacteristic1.value.name) else { return }
             for link in self.links where link.subscriptions.contains(handle) {
                 link.sendNotification(handle: handle, value: Data(value.prefix(Int(link.mtu) - 3)))
             }
@@ -111,7 +112,7 @@ final class ApplicationPeripheral: SimGattServer {
         let device = adapter.deviceForIncoming(address: link.centralAddress)
         var pairs: [(String, DBusValue)] = [("device", .objectPath(device.path))]
         if let offset, offset > 0 { pairs.append(("offset", .uint16(UInt16(clamping: offset)))) }
-        pairs.append(("link", .string("LE")))
+        pairs.append((BlueZ.GattCharacteristic1.Option.link, .string("LE")))
         pairs.append(("mtu", .uint16(link.mtu)))
         return BlueZShapes.propertyDictionary(pairs)
     }
@@ -140,8 +141,8 @@ final class ApplicationPeripheral: SimGattServer {
         let isValue = characteristic?.valueHandle == handle
         // bluetoothd's server checks the permissions the flags give before it asks the app.
         if let characteristic, isValue, !characteristic.isReadable { return reply(.failure(.readNotPermitted)) }
-        let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
-        connection.call(destination: owner, path: path, interface: interface, member: "ReadValue",
+        let interface = isValue ? BlueZ.GattCharacteristic1.interface : BlueZ.GattDescriptor1.interface
+        connection.call(destination: owner, path: path, interface: interface, member: BlueZ.GattCharacteristic1.Method.readValue,
                         arguments: [options(for: link, offset: offset)]) { result in
             BleLoop.assumeIsolated {
                 switch result {
@@ -167,8 +168,8 @@ final class ApplicationPeripheral: SimGattServer {
         if let characteristic, isValue, !characteristic.isWritable {
             return reply(withResponse ? .failure(.writeNotPermitted) : .success(()))
         }
-        let interface = isValue ? "org.bluez.GattCharacteristic1" : "org.bluez.GattDescriptor1"
-        connection.call(destination: owner, path: path, interface: interface, member: "WriteValue",
+        let interface = isValue ? BlueZ.GattCharacteristic1.interface : BlueZ.GattDescriptor1.interface
+        connection.call(destination: owner, path: path, interface: interface, member: BlueZ.GattCharacteristic1.Method.writeValue,
                         arguments: [.bytes(value), options(for: link, offset: offset)]) { result in
             BleLoop.assumeIsolated {
                 switch result {
@@ -190,11 +191,11 @@ final class ApplicationPeripheral: SimGattServer {
         let wanted = Set(links.flatMap(\.subscriptions))
         for handle in wanted.subtracting(notifying) {
             guard let path = objectByHandle[handle] else { continue }
-            connection.call(destination: owner, path: path, interface: "org.bluez.GattCharacteristic1", member: "StartNotify") { _ in }
+            connection.call(destination: owner, path: path, interface: BlueZ.GattCharacteristic1.interface, member: BlueZ.GattCharacteristic1.Method.startNotify) { _ in }
         }
         for handle in notifying.subtracting(wanted) {
             guard let path = objectByHandle[handle] else { continue }
-            connection.call(destination: owner, path: path, interface: "org.bluez.GattCharacteristic1", member: "StopNotify") { _ in }
+            connection.call(destination: owner, path: path, interface: BlueZ.GattCharacteristic1.interface, member: BlueZ.GattCharacteristic1.Method.stopNotify) { _ in }
         }
         notifying = wanted
     }
@@ -206,7 +207,7 @@ final class ApplicationPeripheral: SimGattServer {
 
     func confirmed(handle: UInt16, link: SimLink) {
         guard let path = objectByHandle[handle], let connection else { return }
-        var confirm = DBusMessage.methodCall(destination: owner, path: path, interface: "org.bluez.GattCharacteristic1", member: "Confirm")
+        var confirm = DBusMessage.methodCall(destination: owner, path: path, interface: BlueZ.GattCharacteristic1.interface, member: BlueZ.GattCharacteristic1.Method.confirm)
         confirm.noReplyExpected = true
         _ = try? connection.send(confirm)
     }
@@ -239,12 +240,12 @@ final class ApplicationPeripheral: SimGattServer {
     static func attError(_ error: DBusError) -> AttError {
         guard case .remote(let name, let message) = error else { return .other(0x0e) }
         switch name {
-        case "org.bluez.Error.NotPermitted": return message.contains("Write") ? .writeNotPermitted : .readNotPermitted
-        case "org.bluez.Error.InvalidOffset": return .invalidOffset
-        case "org.bluez.Error.InvalidValueLength": return .invalidAttributeValueLength
-        case "org.bluez.Error.NotAuthorized": return .insufficientAuthorization
-        case "org.bluez.Error.NotSupported": return .requestNotSupported
-        case "org.bluez.Error.Failed":
+        case BlueZ.ErrorName.notPermitted: return message.contains("Write") ? .writeNotPermitted : .readNotPermitted
+        case BlueZ.ErrorName.invalidOffset: return .invalidOffset
+        case BlueZ.ErrorName.invalidValueLength: return .invalidAttributeValueLength
+        case BlueZ.ErrorName.notAuthorized: return .insufficientAuthorization
+        case BlueZ.ErrorName.notSupported: return .requestNotSupported
+        case BlueZ.ErrorName.failed:
             // Apps pick their own ATT code with a "0x80".."0x9f" message (5.66).
             let trimmed = message.hasPrefix("0x") ? String(message.dropFirst(2)) : message
             if let code = UInt8(trimmed, radix: 16), (0x80...0x9f).contains(code) { return .other(code) }

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// `GattManager1` and `LEAdvertisingManager1` of one adapter: an app that registers a GATT
@@ -26,7 +27,7 @@ final class PeripheralRoleBridge {
 
     func gattManagerInterface() -> ExportedInterface {
         let options = ArgumentDescription("options", .dictionary(key: .string, value: .variant))
-        return ExportedInterface("org.bluez.GattManager1", methods: [
+        return ExportedInterface(BlueZ.GattManager1.interface, methods: [
             ExportedMethod("RegisterApplication", in: [ArgumentDescription("application", .objectPath), options]) { [weak self] call in
                 self?.registerApplication(call)
             },
@@ -38,7 +39,7 @@ final class PeripheralRoleBridge {
                 let application = self.applications.remove(at: index)
                 // As when the app leaves the bus (seen in the VM): `{UUIDs}`, the reply, then
                 // the connected centrals lose its services; links and advertisement stay.
-                self.adapter?.changed(["UUIDs"])
+                self.adapter?.changed([BlueZ.Adapter1.uuids.name])
                 call.reply()
                 self.updateAir()
                 application.ownerLeft()
@@ -53,8 +54,8 @@ final class PeripheralRoleBridge {
         }
         let owner = call.sender
         // bluetoothd reads the whole tree through the app's ObjectManager before it replies.
-        connection.call(destination: owner, path: root, interface: "org.freedesktop.DBus.ObjectManager",
-                        member: "GetManagedObjects") { result in
+        connection.call(destination: owner, path: root, interface: FreedesktopDBus.ObjectManager.interface,
+                        member: FreedesktopDBus.ObjectManager.getManagedObjects) { result in
             BleLoop.assumeIsolated { [weak self, weak adapter] in
                 guard let self, let adapter else { return }
                 guard case .success(let body) = result, let first = body.first,
@@ -66,7 +67,7 @@ final class PeripheralRoleBridge {
                 }
                 self.applications.append(application)
                 call.reply()
-                adapter.changed(["UUIDs"])
+                adapter.changed([BlueZ.Adapter1.uuids.name])
                 self.updateAir()
             }
         }
@@ -76,11 +77,11 @@ final class PeripheralRoleBridge {
 
     func advertisingManagerInterface() -> ExportedInterface {
         let options = ArgumentDescription("options", .dictionary(key: .string, value: .variant))
-        return ExportedInterface("org.bluez.LEAdvertisingManager1", methods: [
-            ExportedMethod("RegisterAdvertisement", in: [ArgumentDescription("advertisement", .objectPath), options]) {
+        return ExportedInterface(BlueZ.LEAdvertisingManager1.interface, methods: [
+            ExportedMethod(BlueZ.LEAdvertisingManager1.Method.registerAdvertisement, in: [ArgumentDescription("advertisement", .objectPath), options]) {
                 [weak self] call in self?.registerAdvertisement(call)
             },
-            ExportedMethod("UnregisterAdvertisement", in: [ArgumentDescription("service", .objectPath)]) { [weak self] call in
+            ExportedMethod(BlueZ.LEAdvertisingManager1.Method.unregisterAdvertisement, in: [ArgumentDescription("service", .objectPath)]) { [weak self] call in
                 guard let self, case .objectPath(let path) = call.arguments[0],
                       let index = self.advertisements.firstIndex(where: { $0.owner == call.sender && $0.path == path }) else {
                     return BlueZError.doesNotExist(call)
@@ -91,22 +92,22 @@ final class PeripheralRoleBridge {
                 self.updateAir()
             },
         ], properties: [
-            ExportedProperty("ActiveInstances", .byte) { [weak self] in .byte(UInt8(self?.advertisements.count ?? 0)) },
+            ExportedProperty(BlueZ.LEAdvertisingManager1.activeInstances) { [weak self] in .byte(UInt8(self?.advertisements.count ?? 0)) },
             // bluetoothd counts the free slots here.
-            ExportedProperty("SupportedInstances", .byte) { [weak self] in
+            ExportedProperty(BlueZ.LEAdvertisingManager1.supportedInstances) { [weak self] in
                 .byte(UInt8(PeripheralRoleBridge.maximumAdvertisements - (self?.advertisements.count ?? 0)))
             },
-            ExportedProperty("SupportedIncludes", .array(.string)) {
+            ExportedProperty(BlueZ.LEAdvertisingManager1.supportedIncludes) {
                 .array(element: .string, [.string("tx-power"), .string("appearance"), .string("local-name")])
             },
-            ExportedProperty("SupportedSecondaryChannels", .array(.string)) { nil },
+            ExportedProperty(BlueZ.LEAdvertisingManager1.supportedSecondaryChannels) { nil },
         ])
     }
 
     private func countsChanged() {
         guard let adapter else { return }
-        adapter.objects?.emitPropertiesChanged(path: adapter.path, interface: "org.bluez.LEAdvertisingManager1",
-                                               names: ["SupportedInstances", "ActiveInstances"])
+        adapter.objects?.emitPropertiesChanged(path: adapter.path, interface: BlueZ.LEAdvertisingManager1.interface,
+                                               names: [BlueZ.LEAdvertisingManager1.supportedInstances.name, BlueZ.LEAdvertisingManager1.activeInstances.name])
     }
 
     private func registerAdvertisement(_ call: IncomingCall) {
@@ -120,10 +121,10 @@ final class PeripheralRoleBridge {
         let owner = call.sender
         // bluetoothd first tries the advertisement's ObjectManager (apps answer UnknownMethod),
         // then reads LEAdvertisement1's properties.
-        connection.call(destination: owner, path: path, interface: "org.freedesktop.DBus.ObjectManager",
-                        member: "GetManagedObjects") { _ in
-            connection.call(destination: owner, path: path, interface: "org.freedesktop.DBus.Properties", member: "GetAll",
-                            arguments: [.string("org.bluez.LEAdvertisement1")]) { result in
+        connection.call(destination: owner, path: path, interface: FreedesktopDBus.ObjectManager.interface,
+                        member: FreedesktopDBus.ObjectManager.getManagedObjects) { _ in
+            connection.call(destination: owner, path: path, interface: FreedesktopDBus.Properties.interface, member: FreedesktopDBus.Properties.getAll,
+                            arguments: [.string(BlueZ.LEAdvertisement1.interface)]) { result in
                 BleLoop.assumeIsolated { [weak self] in
                     guard let self else { return }
                     guard case .success(let body) = result, let first = body.first,
@@ -132,7 +133,7 @@ final class PeripheralRoleBridge {
                         return BlueZError.invalidArguments(call)
                     }
                     guard advertisement.legacyLength <= 31 else {
-                        return call.fail(name: "org.bluez.Error.InvalidLength", message: "Advertising data too long")
+                        return call.fail(name: BlueZ.ErrorName.invalidLength, message: BlueZ.ErrorMessage.advertisingDataTooLong)
                     }
                     self.advertisements.append(advertisement)
                     self.countsChanged()
@@ -178,7 +179,7 @@ final class PeripheralRoleBridge {
         advertisements.removeAll { $0.owner == client }
         // bluetoothd 5.66 (VM, app SIGTERMed or SIGKILLed): the adapter's UUIDs and counts
         // first, then the connected centrals lose the app's services; their links stay up.
-        if !leaving.isEmpty { adapter?.changed(["UUIDs"]) }
+        if !leaving.isEmpty { adapter?.changed([BlueZ.Adapter1.uuids.name]) }
         if hadAdvertisement { countsChanged() }
         if !leaving.isEmpty || hadAdvertisement { updateAir() }
         for application in leaving { application.ownerLeft() }
@@ -191,7 +192,7 @@ final class PeripheralRoleBridge {
         for application in applications { application.stopNotifyAll() }
         for advertisement in advertisements {
             var release = DBusMessage.methodCall(destination: advertisement.owner, path: advertisement.path,
-                                                 interface: "org.bluez.LEAdvertisement1", member: "Release")
+                                                 interface: BlueZ.LEAdvertisement1.interface, member: BlueZ.LEAdvertisement1.Method.release)
             release.noReplyExpected = true
             _ = try? connection.send(release)
         }

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// An app's `LEAdvertisement1`, as read at registration.
@@ -15,24 +16,24 @@ struct RegisteredAdvertisement {
     init?(owner: String, path: ObjectPath, properties: PropertyMap) {
         self.owner = owner
         self.path = path
-        guard let type = properties["Type"]?.as(String.self), ["broadcast", "peripheral"].contains(type) else { return nil }
+        guard let type = properties[BlueZ.LEAdvertisement1.type], ["broadcast", "peripheral"].contains(type) else { return nil }
         self.type = type
         var uuids: [String] = []
-        for uuid in properties["ServiceUUIDs"]?.as([String].self) ?? [] {
+        for uuid in properties[BlueZ.LEAdvertisement1.serviceUUIDs] ?? [] {
             guard let full = SimUUID.full(uuid) else { return nil }
             uuids.append(full)
         }
         serviceUUIDs = uuids
-        manufacturerData = properties["ManufacturerData"].flatMap { try? BlueZShapes.manufacturerData($0) } ?? [:]
+        manufacturerData = properties[BlueZ.LEAdvertisement1.manufacturerData] ?? [:]
         var serviceData: [String: Data] = [:]
-        let advertisedServiceData: [String: Data] = properties["ServiceData"].flatMap { try? BlueZShapes.serviceData($0) } ?? [:]
+        let advertisedServiceData: [String: Data] = properties[BlueZ.LEAdvertisement1.serviceData] ?? [:]
         for (uuid, data) in advertisedServiceData {
             guard let full = SimUUID.full(uuid) else { return nil }
             serviceData[full] = data
         }
         self.serviceData = serviceData
-        let includes = properties["Includes"]?.as([String].self) ?? []
-        localName = properties["LocalName"]?.as(String.self) ?? (includes.contains("local-name") ? "BleSim" : nil)
+        let includes = properties[BlueZ.LEAdvertisement1.includes] ?? []
+        localName = properties[BlueZ.LEAdvertisement1.localName] ?? (includes.contains("local-name") ? "BleSim" : nil)
         includesTxPower = includes.contains("tx-power")
     }
 

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// `org.bluez.GattCharacteristic1` on the client side.
@@ -25,7 +26,7 @@ final class RemoteCharacteristic {
         self.device = device
         self.servicePath = servicePath
         self.layout = layout
-        path = ObjectPath(built: servicePath.rawValue + "/char" + RemoteGattTree.hex(layout.handle))
+        path = BlueZ.Paths.characteristic(service: servicePath, handle: layout.handle)
     }
 
     private var simulator: Simulator { device.adapter.simulator }
@@ -34,51 +35,54 @@ final class RemoteCharacteristic {
     private var mtu: UInt16 { device.link?.mtu ?? 517 }
 
     func changed(_ names: [String]) {
-        objects?.emitPropertiesChanged(path: path, interface: "org.bluez.GattCharacteristic1", names: names)
+        objects?.emitPropertiesChanged(path: path, interface: BlueZ.GattCharacteristic1.interface, names: names)
     }
 
     func export() {
         var properties: [ExportedProperty] = [
-            ExportedProperty("UUID", .string) { [layout] in .string(layout.uuid) },
-            ExportedProperty("Service", .objectPath) { [servicePath] in .objectPath(servicePath) },
-            ExportedProperty("Value", .array(.byte)) { [weak self] in self.map { .bytes($0.value) } },
-            ExportedProperty("Notifying", .boolean) { [weak self] in
+            ExportedProperty(BlueZ.GattCharacteristic1.uuid) { [layout] in .string(layout.uuid) },
+            ExportedProperty(BlueZ.GattCharacteristic1.service) { [servicePath] in .objectPath(servicePath) },
+            ExportedProperty(BlueZ.GattCharacteristic1.value) { [weak self] in self.map { .bytes($0.value) } },
+            ExportedProperty(BlueZ.GattCharacteristic1.notifying) { [weak self] in
                 guard let self, self.canNotify else { return nil }
                 return .boolean(self.sessionsNotifying || self.notifyAcquired != nil)
             },
-            ExportedProperty("Flags", .array(.string)) { [layout] in .array(element: .string, layout.flags.map { .string($0) }) },
-            ExportedProperty("WriteAcquired", .boolean) { [weak self] in
+            ExportedProperty(BlueZ.GattCharacteristic1.flags) { [layout] in .array(element: .string, layout.flags.map { .string($0) }) },
+            ExportedProperty(BlueZ.GattCharacteristic1.writeAcquired) { [weak self] in
                 guard let self, self.layout.has("write-without-response") else { return nil }
                 return .boolean(self.writeAcquired != nil)
             },
-            ExportedProperty("NotifyAcquired", .boolean) { [weak self] in
+            ExportedProperty(BlueZ.GattCharacteristic1.notifyAcquired) { [weak self] in
                 guard let self, self.layout.has("notify") else { return nil }
                 return .boolean(self.notifyAcquired != nil)
             },
-            ExportedProperty("MTU", .uint16) { [weak self] in self.map { .uint16($0.mtu) } },
+            ExportedProperty(BlueZ.GattCharacteristic1.mtu) { [weak self] in self.map { .uint16($0.mtu) } },
         ]
         properties.sort { RemoteCharacteristic.order($0.name) < RemoteCharacteristic.order($1.name) }
         let options = ArgumentDescription("options", .dictionary(key: .string, value: .variant))
-        objects?.register(path, interfaces: [ExportedInterface("org.bluez.GattCharacteristic1", methods: [
-            ExportedMethod("ReadValue", in: [options], out: [ArgumentDescription("value", .array(.byte))]) { [weak self] call in
+        objects?.register(path, interfaces: [ExportedInterface(BlueZ.GattCharacteristic1.interface, methods: [
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.readValue, in: [options], out: [ArgumentDescription("value", .array(.byte))]) { [weak self] call in
                 self?.read(call)
             },
-            ExportedMethod("WriteValue", in: [ArgumentDescription("value", .array(.byte)), options]) { [weak self] call in
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.writeValue, in: [ArgumentDescription("value", .array(.byte)), options]) { [weak self] call in
                 self?.write(call)
             },
-            ExportedMethod("AcquireWrite", in: [options], out: [ArgumentDescription("fd", .unixFD), ArgumentDescription("mtu", .uint16)]) {
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.acquireWrite, in: [options], out: [ArgumentDescription("fd", .unixFD), ArgumentDescription("mtu", .uint16)]) {
                 [weak self] call in self?.acquireWrite(call)
             },
-            ExportedMethod("AcquireNotify", in: [options], out: [ArgumentDescription("fd", .unixFD), ArgumentDescription("mtu", .uint16)]) {
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.acquireNotify, in: [options], out: [ArgumentDescription("fd", .unixFD), ArgumentDescription("mtu", .uint16)]) {
                 [weak self] call in self?.acquireNotify(call)
             },
-            ExportedMethod("StartNotify") { [weak self] call in self?.startNotify(call) },
-            ExportedMethod("StopNotify") { [weak self] call in self?.stopNotify(call) },
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.startNotify) { [weak self] call in self?.startNotify(call) },
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.stopNotify) { [weak self] call in self?.stopNotify(call) },
         ], properties: properties)])
     }
 
     private static func order(_ name: String) -> Int {
-        ["UUID", "Service", "Value", "Notifying", "Flags", "WriteAcquired", "NotifyAcquired", "MTU"].firstIndex(of: name) ?? 99
+        // GetAll order of bluetoothd 5.66 (device_service0015_char001d.xml).
+        let names = [BlueZ.GattCharacteristic1.uuid.name, BlueZ.GattCharacteristic1.service.name, BlueZ.GattCharacteristic1.value.name, BlueZ.GattCharacteristic1.notifying.name, BlueZ.GattCharacteristic1.flags.name,
+                     BlueZ.GattCharacteristic1.writeAcquired.name, BlueZ.GattCharacteristic1.notifyAcquired.name, BlueZ.GattCharacteristic1.mtu.name]
+        return names.firstIndex(of: name) ?? 99
     }
 
     // MARK: Read
@@ -87,8 +91,8 @@ final class RemoteCharacteristic {
         guard let options = OptionReader(call.arguments.first) else { return BlueZError.invalidArguments(call) }
         let offset: UInt16
         do {
-            offset = try options.get("offset", UInt16.self) ?? 0
-            _ = try options.get("device", ObjectPath.self)
+            offset = try options.get(BlueZ.GattCharacteristic1.Option.offset, UInt16.self) ?? 0
+            _ = try options.get(BlueZ.GattCharacteristic1.Option.device, ObjectPath.self)
         } catch {
             return BlueZError.invalidArguments(call)
         }
@@ -115,7 +119,7 @@ final class RemoteCharacteristic {
         case .success(let data):
             value = offset == 0 ? data : value.prefix(Int(offset)) + data
             // The cached value is announced (whole) before the reply, even when unchanged.
-            changed(["Value"])
+            changed([BlueZ.GattCharacteristic1.value.name])
             for call in calls { call.reply([.bytes(data)]) }
         case .failure(let error):
             for call in calls {
@@ -135,10 +139,10 @@ final class RemoteCharacteristic {
         let offset: UInt16
         let requestedType: String?
         do {
-            offset = try options.get("offset", UInt16.self) ?? 0
-            requestedType = try options.get("type", String.self)
-            _ = try options.get("prepare-authorize", Bool.self)
-            _ = try options.get("device", ObjectPath.self)
+            offset = try options.get(BlueZ.GattCharacteristic1.Option.offset, UInt16.self) ?? 0
+            requestedType = try options.get(BlueZ.GattCharacteristic1.Option.type, String.self)
+            _ = try options.get(BlueZ.GattCharacteristic1.Option.prepareAuthorize, Bool.self)
+            _ = try options.get(BlueZ.GattCharacteristic1.Option.device, ObjectPath.self)
         } catch {
             return BlueZError.invalidArguments(call)
         }
@@ -212,7 +216,7 @@ final class RemoteCharacteristic {
         if first, let link = device.link {
             link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link)
             sessionsNotifying = true
-            changed(["Notifying"])
+            changed([BlueZ.GattCharacteristic1.notifying.name])
         }
         call.reply()
     }
@@ -236,7 +240,7 @@ final class RemoteCharacteristic {
         if let link = device.link { link.server.subscriptionChanged(handle: layout.valueHandle, enabled: false, link: link) }
         guard sessionsNotifying else { return }
         sessionsNotifying = false
-        changed(["Notifying"])
+        changed([BlueZ.GattCharacteristic1.notifying.name])
     }
 
     // MARK: Acquire
@@ -251,7 +255,7 @@ final class RemoteCharacteristic {
         }
         notifyAcquired = pair.ours
         link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link)
-        changed(["NotifyAcquired", "Notifying"])
+        changed([BlueZ.GattCharacteristic1.notifyAcquired.name, BlueZ.GattCharacteristic1.notifying.name])
         call.reply([.unixFD(pair.theirs), .uint16(link.mtu)])
     }
 
@@ -260,7 +264,7 @@ final class RemoteCharacteristic {
         notifyAcquired?.close()
         notifyAcquired = nil
         if let link = device.link { link.server.subscriptionChanged(handle: layout.valueHandle, enabled: false, link: link) }
-        changed(["NotifyAcquired", "Notifying"])
+        changed([BlueZ.GattCharacteristic1.notifyAcquired.name, BlueZ.GattCharacteristic1.notifying.name])
     }
 
     private func acquireWrite(_ call: IncomingCall) {
@@ -272,7 +276,7 @@ final class RemoteCharacteristic {
             return BlueZError.failed(call, "Failed to create socket")
         }
         writeAcquired = pair.ours
-        changed(["WriteAcquired"])
+        changed([BlueZ.GattCharacteristic1.writeAcquired.name])
         call.reply([.unixFD(pair.theirs), .uint16(link.mtu)])
     }
 
@@ -280,7 +284,7 @@ final class RemoteCharacteristic {
         guard writeAcquired != nil else { return }
         writeAcquired?.close()
         writeAcquired = nil
-        changed(["WriteAcquired"])
+        changed([BlueZ.GattCharacteristic1.writeAcquired.name])
     }
 
     /// Closes acquired sockets (the client sees HUP), as on disconnect.
@@ -288,12 +292,12 @@ final class RemoteCharacteristic {
         if notifyAcquired != nil {
             notifyAcquired?.close()
             notifyAcquired = nil
-            if announce { changed(["NotifyAcquired"]) }
+            if announce { changed([BlueZ.GattCharacteristic1.notifyAcquired.name]) }
         }
         if writeAcquired != nil {
             writeAcquired?.close()
             writeAcquired = nil
-            if announce { changed(["WriteAcquired"]) }
+            if announce { changed([BlueZ.GattCharacteristic1.writeAcquired.name]) }
         }
     }
 
@@ -306,7 +310,7 @@ final class RemoteCharacteristic {
         link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link)
         if !sessionsNotifying {
             sessionsNotifying = true
-            changed(["Notifying"])
+            changed([BlueZ.GattCharacteristic1.notifying.name])
         }
     }
 
@@ -327,6 +331,6 @@ final class RemoteCharacteristic {
         }
         guard !notifySessions.isEmpty else { return }
         value = data
-        changed(["Value"])
+        changed([BlueZ.GattCharacteristic1.value.name])
     }
 }

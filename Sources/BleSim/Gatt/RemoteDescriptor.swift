@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// `org.bluez.GattDescriptor1` on the client side.
@@ -15,31 +16,31 @@ final class RemoteDescriptor {
         self.device = device
         self.characteristic = characteristic
         self.layout = layout
-        path = ObjectPath(built: characteristic.path.rawValue + "/desc" + RemoteGattTree.hex(layout.handle))
+        path = BlueZ.Paths.descriptor(characteristic: characteristic.path, handle: layout.handle)
     }
 
     private var simulator: Simulator { device.adapter.simulator }
 
     func export() {
         let options = ArgumentDescription("options", .dictionary(key: .string, value: .variant))
-        device.adapter.objects?.register(path, interfaces: [ExportedInterface("org.bluez.GattDescriptor1", methods: [
-            ExportedMethod("ReadValue", in: [options], out: [ArgumentDescription("value", .array(.byte))]) { [weak self] call in
+        device.adapter.objects?.register(path, interfaces: [ExportedInterface(BlueZ.GattDescriptor1.interface, methods: [
+            ExportedMethod(BlueZ.GattDescriptor1.Method.readValue, in: [options], out: [ArgumentDescription("value", .array(.byte))]) { [weak self] call in
                 self?.read(call)
             },
-            ExportedMethod("WriteValue", in: [ArgumentDescription("value", .array(.byte)), options]) { [weak self] call in
+            ExportedMethod(BlueZ.GattDescriptor1.Method.writeValue, in: [ArgumentDescription("value", .array(.byte)), options]) { [weak self] call in
                 self?.write(call)
             },
         ], properties: [
-            ExportedProperty("UUID", .string) { [layout] in .string(layout.uuid) },
-            ExportedProperty("Characteristic", .objectPath) { [weak characteristic] in characteristic.map { .objectPath($0.path) } },
-            ExportedProperty("Value", .array(.byte)) { [weak self] in self.map { .bytes($0.value) } },
+            ExportedProperty(BlueZ.GattDescriptor1.uuid) { [layout] in .string(layout.uuid) },
+            ExportedProperty(BlueZ.GattDescriptor1.characteristic) { [weak characteristic] in characteristic.map { .objectPath($0.path) } },
+            ExportedProperty(BlueZ.GattDescriptor1.value) { [weak self] in self.map { .bytes($0.value) } },
         ])])
     }
 
     private func read(_ call: IncomingCall) {
         guard let options = OptionReader(call.arguments.first) else { return BlueZError.invalidArguments(call) }
         let offset: UInt16
-        do { offset = try options.get("offset", UInt16.self) ?? 0 } catch { return BlueZError.invalidArguments(call) }
+        do { offset = try options.get(BlueZ.GattCharacteristic1.Option.offset, UInt16.self) ?? 0 } catch { return BlueZError.invalidArguments(call) }
         guard device.isConnected else { return BlueZError.notConnected(call) }
         overLink(device, cost: simulator.timing.intervals(1), { [weak self] link in
             guard let self else { return }
@@ -48,8 +49,8 @@ final class RemoteDescriptor {
                 switch result {
                 case .success(let data):
                     self.value = offset == 0 ? data : self.value.prefix(Int(offset)) + data
-                    self.device.adapter.objects?.emitPropertiesChanged(path: self.path, interface: "org.bluez.GattDescriptor1",
-                                                                       names: ["Value"])
+                    self.device.adapter.objects?.emitPropertiesChanged(path: self.path, interface: BlueZ.GattDescriptor1.interface,
+                                                                       names: [BlueZ.GattDescriptor1.value.name])
                     call.reply([.bytes(data)])
                 case .failure(let error):
                     BlueZError.att(call, error)
@@ -64,8 +65,8 @@ final class RemoteDescriptor {
         }
         let offset: UInt16
         do {
-            offset = try options.get("offset", UInt16.self) ?? 0
-            _ = try options.get("type", String.self)
+            offset = try options.get(BlueZ.GattCharacteristic1.Option.offset, UInt16.self) ?? 0
+            _ = try options.get(BlueZ.GattCharacteristic1.Option.type, String.self)
         } catch {
             return BlueZError.invalidArguments(call)
         }

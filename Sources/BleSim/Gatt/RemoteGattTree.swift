@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// The GATT client objects bluetoothd exports under a device (`serviceXXXX/charYYYY/descZZZZ`),
@@ -17,7 +18,7 @@ final class RemoteGattTree {
         self.device = device
         self.layout = layout
         for service in layout.services {
-            let servicePath = ObjectPath(built: device.path.rawValue + "/service" + RemoteGattTree.hex(service.handle))
+            let servicePath = BlueZ.Paths.service(device: device.path, handle: service.handle)
             services.append(servicePath)
             for characteristic in service.characteristics {
                 let remote = RemoteCharacteristic(tree: self, device: device, servicePath: servicePath, layout: characteristic)
@@ -30,11 +31,6 @@ final class RemoteGattTree {
         }
     }
 
-    static func hex(_ handle: UInt16) -> String {
-        let digits = String(handle, radix: 16)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-    }
-
     var serviceUUIDs: [String] { layout.serviceUUIDs }
 
     private var objects: ObjectRegistry? { device.adapter.objects }
@@ -44,11 +40,11 @@ final class RemoteGattTree {
         guard let objects else { return }
         for (index, service) in layout.services.enumerated() {
             let path = services[index]
-            objects.register(path, interfaces: [ExportedInterface("org.bluez.GattService1", properties: [
-                ExportedProperty("UUID", .string) { .string(service.uuid) },
-                ExportedProperty("Device", .objectPath) { [weak device] in device.map { .objectPath($0.path) } },
-                ExportedProperty("Primary", .boolean) { .boolean(service.primary) },
-                ExportedProperty("Includes", .array(.objectPath)) { .array(element: .objectPath, []) },
+            objects.register(path, interfaces: [ExportedInterface(BlueZ.GattService1.interface, properties: [
+                ExportedProperty(BlueZ.GattService1.uuid) { .string(service.uuid) },
+                ExportedProperty(BlueZ.GattService1.device) { [weak device] in device.map { .objectPath($0.path) } },
+                ExportedProperty(BlueZ.GattService1.primary) { .boolean(service.primary) },
+                ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, []) },
             ])])
             for characteristic in characteristics where characteristic.servicePath == path {
                 characteristic.export()
