@@ -37,6 +37,28 @@ extension BlueZ {
     public enum Agent1 {
         /// The interface name.
         public static let interface = "org.bluez.Agent1"
+
+        /// The method names bluetoothd calls on an agent.
+        public enum Method {
+            /// The agent was unregistered by bluetoothd.
+            public static let release = "Release"
+            /// Asks for a legacy PIN code.
+            public static let requestPinCode = "RequestPinCode"
+            /// Shows a legacy PIN code.
+            public static let displayPinCode = "DisplayPinCode"
+            /// Asks for a passkey.
+            public static let requestPasskey = "RequestPasskey"
+            /// Shows a passkey and the digits typed so far.
+            public static let displayPasskey = "DisplayPasskey"
+            /// Asks to confirm a passkey.
+            public static let requestConfirmation = "RequestConfirmation"
+            /// Asks to authorize pairing without a passkey.
+            public static let requestAuthorization = "RequestAuthorization"
+            /// Asks to authorize a service connection.
+            public static let authorizeService = "AuthorizeService"
+            /// The request in progress was cancelled.
+            public static let cancel = "Cancel"
+        }
     }
 
     /// `org.bluez.ProfileManager1` at `/org/bluez`.

@@ -88,6 +88,31 @@ extension BlueZ {
         /// With `Failed` from `ConnectProfile` on an LE-only device.
         public static let bredrSDPSearch = "br-connection-sdp-search"
 
+        /// With `Failed` when an `Acquire*` socket pair cannot be made.
+        public static let socketFailed = "Failed to create socket"
+        /// With `Failed` for a write command longer than the MTU allows.
+        public static let writeNotInitiated = "Failed to initiate write"
+        /// With `Failed` from `RegisterApplication` when the app's `GetManagedObjects` fails or is invalid.
+        public static let applicationTreeUnreadable = "Failed to read application object tree"
+        /// With `Failed` from `StopDiscovery` without a session of the caller.
+        public static let noDiscoveryStarted = "No discovery started"
+        /// With `Failed` from `StopNotify` without a session of the caller.
+        public static let noNotifySession = "No notify session started"
+        /// With `Failed` from `Connect` when the controller gave up on the attempt (connect timeout, aborted link).
+        public static let leConnectionAbortByLocal = "le-connection-abort-by-local"
+        /// With `InProgress` from `StartDiscovery` when the caller already has a session.
+        public static let operationAlreadyInProgress = "Operation already in progress"
+        /// With `Failed` from `Connect` when `Disconnect` cancelled the attempt.
+        public static let bredrConnectionCanceled = "br-connection-canceled"
+        /// With `Failed` from `Connect` when the peer ended the link as it came up.
+        public static let leConnectionAbortByRemote = "le-connection-abort-by-remote"
+        /// With `NotPermitted` from `RegisterAdvertisement` when every instance is used.
+        public static let maximumAdvertisementsReached = "Maximum advertisements reached"
+        /// With `NotPermitted` while an `AcquireNotify` socket is open.
+        public static let notifyAcquired = "Notify acquired"
+        /// With `NotPermitted` while an `AcquireWrite` socket is open.
+        public static let writeAcquired = "Write acquired"
+
         /// With `Failed` for any other ATT error: `0x` and the code in two hex digits.
         public static func attError(_ code: UInt8) -> String {
             let digits = String(code, radix: 16)

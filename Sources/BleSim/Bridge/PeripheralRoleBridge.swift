@@ -28,10 +28,10 @@ final class PeripheralRoleBridge {
     func gattManagerInterface() -> ExportedInterface {
         let options = ArgumentDescription("options", .dictionary(key: .string, value: .variant))
         return ExportedInterface(BlueZ.GattManager1.interface, methods: [
-            ExportedMethod("RegisterApplication", in: [ArgumentDescription("application", .objectPath), options]) { [weak self] call in
+            ExportedMethod(BlueZ.GattManager1.Method.registerApplication, in: [ArgumentDescription("application", .objectPath), options]) { [weak self] call in
                 self?.registerApplication(call)
             },
-            ExportedMethod("UnregisterApplication", in: [ArgumentDescription("application", .objectPath)]) { [weak self] call in
+            ExportedMethod(BlueZ.GattManager1.Method.unregisterApplication, in: [ArgumentDescription("application", .objectPath)]) { [weak self] call in
                 guard let self, case .objectPath(let path) = call.arguments[0],
                       let index = self.applications.firstIndex(where: { $0.owner == call.sender && $0.root == path }) else {
                     return BlueZError.doesNotExist(call)
@@ -60,7 +60,7 @@ final class PeripheralRoleBridge {
                 guard let self, let adapter else { return }
                 guard case .success(let body) = result, let first = body.first,
                       let objects = try? BlueZShapes.managedObjects(first) else {
-                    return BlueZError.failed(call, "Failed to read application object tree")
+                    return BlueZError.failed(call, BlueZ.ErrorMessage.applicationTreeUnreadable)
                 }
                 guard let application = ApplicationPeripheral(owner: owner, root: root, objects: objects, adapter: adapter) else {
                     return BlueZError.invalidArguments(call)
@@ -116,7 +116,7 @@ final class PeripheralRoleBridge {
             return BlueZError.alreadyExists(call)
         }
         guard advertisements.count < PeripheralRoleBridge.maximumAdvertisements else {
-            return BlueZError.notPermitted(call, "Maximum advertisements reached")
+            return BlueZError.notPermitted(call, BlueZ.ErrorMessage.maximumAdvertisementsReached)
         }
         let owner = call.sender
         // bluetoothd first tries the advertisement's ObjectManager (apps answer UnknownMethod),

@@ -224,7 +224,7 @@ public final class SimAdapter {
 
     private func startDiscovery(_ call: IncomingCall) {
         guard powered else { return BlueZError.notReady(call) }
-        guard sessions[call.sender] == nil else { return BlueZError.inProgress(call, "Operation already in progress") }
+        guard sessions[call.sender] == nil else { return BlueZError.inProgress(call, BlueZ.ErrorMessage.operationAlreadyInProgress) }
         let wasDiscovering = discovering
         sessions[call.sender] = pendingFilters[call.sender] ?? DiscoveryFilter()
         call.reply()
@@ -242,7 +242,7 @@ public final class SimAdapter {
 
     private func stopDiscovery(_ call: IncomingCall) {
         guard powered else { return BlueZError.notReady(call) }
-        guard sessions.removeValue(forKey: call.sender) != nil else { return BlueZError.failed(call, "No discovery started") }
+        guard sessions.removeValue(forKey: call.sender) != nil else { return BlueZError.failed(call, BlueZ.ErrorMessage.noDiscoveryStarted) }
         call.reply()
         if sessions.isEmpty { endDiscovery() }
     }

@@ -145,7 +145,7 @@ public final class SimDevice {
             ExportedMethod(BlueZ.Device1.Method.connect) { [weak self] call in self?.connect(call) },
             ExportedMethod(BlueZ.Device1.Method.connectProfile, in: [ArgumentDescription("UUID", .string)]) { call in
                 // LE devices have no SDP records; bluetoothd reports its BR/EDR failure.
-                BlueZError.failed(call, "br-connection-sdp-search")
+                BlueZError.failed(call, BlueZ.ErrorMessage.bredrSDPSearch)
             },
             ExportedMethod(BlueZ.Device1.Method.disconnectProfile, in: [ArgumentDescription("UUID", .string)]) { call in
                 BlueZError.notSupported(call)
@@ -305,7 +305,7 @@ public final class SimDevice {
                     // error reply comes between Connected=true and Connected=false.
                     self.briefLink = true
                     self.changed([BlueZ.Device1.connected.name])
-                    BlueZError.failed(call, "le-connection-abort-by-local")
+                    BlueZError.failed(call, BlueZ.ErrorMessage.leConnectionAbortByLocal)
                     self.briefLink = false
                     self.state = .disconnected
                     self.changed([BlueZ.Device1.connected.name])
@@ -336,7 +336,7 @@ public final class SimDevice {
         simulator.clock.after(simulator.timing.scaled(milliseconds: simulator.timing.connectTimeoutMilliseconds)) { [weak self] in
             guard let self, case .connecting(_, attempt) = self.state else { return }
             self.state = .disconnected
-            BlueZError.failed(call, "le-connection-abort-by-local")
+            BlueZError.failed(call, BlueZ.ErrorMessage.leConnectionAbortByLocal)
         }
     }
 
@@ -432,7 +432,7 @@ public final class SimDevice {
             call.reply()
         case .connecting(let pending, _):
             state = .disconnected
-            if let pending { BlueZError.failed(pending, "br-connection-canceled") }
+            if let pending { BlueZError.failed(pending, BlueZ.ErrorMessage.bredrConnectionCanceled) }
             failPairing()
             call.reply()
         case .disconnecting:
@@ -461,7 +461,7 @@ public final class SimDevice {
             startDisconnect(link, completion: completion)
         case .connecting(let pending, _):
             state = .disconnected
-            if let pending { BlueZError.failed(pending, "br-connection-canceled") }
+            if let pending { BlueZError.failed(pending, BlueZ.ErrorMessage.bredrConnectionCanceled) }
             completion()
         default:
             completion()
@@ -508,7 +508,7 @@ public final class SimDevice {
             lastSeen = ContinuousClock.now
         case .connecting(let pending, _):
             state = .disconnected
-            if let pending { BlueZError.failed(pending, "le-connection-abort-by-remote") }
+            if let pending { BlueZError.failed(pending, BlueZ.ErrorMessage.leConnectionAbortByRemote) }
         case .disconnected:
             break
         }

@@ -160,12 +160,12 @@ final class RemoteCharacteristic {
             // Decided on the client side, before anything goes over the air.
             return BlueZError.notSupported(call)
         }
-        guard writeAcquired == nil else { return BlueZError.notPermitted(call, "Write acquired") }
+        guard writeAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.writeAcquired) }
         guard device.isConnected, let link = device.link else { return BlueZError.notConnected(call) }
         switch kind {
         case .command:
             guard data.count <= Int(link.mtu) - 3, offset == 0 else {
-                return BlueZError.failed(call, "Failed to initiate write")
+                return BlueZError.failed(call, BlueZ.ErrorMessage.writeNotInitiated)
             }
             // bluetoothd answers once the command is queued; nothing comes back from the peer.
             call.reply()
@@ -204,7 +204,7 @@ final class RemoteCharacteristic {
 
     private func startNotify(_ call: IncomingCall) {
         guard canNotify else { return BlueZError.notSupported(call) }
-        guard notifyAcquired == nil else { return BlueZError.notPermitted(call, "Notify acquired") }
+        guard notifyAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.notifyAcquired) }
         if notifySessions.contains(call.sender) {
             // After a disconnect the session lingers and a new StartNotify is refused.
             return device.isConnected ? call.reply() : BlueZError.inProgress(call)
@@ -223,7 +223,7 @@ final class RemoteCharacteristic {
 
     private func stopNotify(_ call: IncomingCall) {
         guard let index = notifySessions.firstIndex(of: call.sender) else {
-            return BlueZError.failed(call, "No notify session started")
+            return BlueZError.failed(call, BlueZ.ErrorMessage.noNotifySession)
         }
         notifySessions.remove(at: index)
         if notifySessions.isEmpty { endSessions() }
@@ -247,11 +247,11 @@ final class RemoteCharacteristic {
 
     private func acquireNotify(_ call: IncomingCall) {
         guard layout.has("notify") else { return BlueZError.notSupported(call) }
-        guard notifyAcquired == nil else { return BlueZError.notPermitted(call, "Notify acquired") }
+        guard notifyAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.notifyAcquired) }
         guard notifySessions.isEmpty else { return BlueZError.inProgress(call) }
         guard device.isConnected, let link = device.link else { return BlueZError.notConnected(call) }
         guard let pair = AcquiredSocket.make(onClose: { [weak self] in self?.notifySocketClosed() }, onPacket: nil) else {
-            return BlueZError.failed(call, "Failed to create socket")
+            return BlueZError.failed(call, BlueZ.ErrorMessage.socketFailed)
         }
         notifyAcquired = pair.ours
         link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link)
@@ -269,11 +269,11 @@ final class RemoteCharacteristic {
 
     private func acquireWrite(_ call: IncomingCall) {
         guard layout.has("write-without-response") else { return BlueZError.notSupported(call) }
-        guard writeAcquired == nil else { return BlueZError.notPermitted(call, "Write acquired") }
+        guard writeAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.writeAcquired) }
         guard device.isConnected, let link = device.link else { return BlueZError.notConnected(call) }
         guard let pair = AcquiredSocket.make(onClose: { [weak self] in self?.writeSocketClosed() },
                                              onPacket: { [weak self] packet in self?.sendCommand(packet) }) else {
-            return BlueZError.failed(call, "Failed to create socket")
+            return BlueZError.failed(call, BlueZ.ErrorMessage.socketFailed)
         }
         writeAcquired = pair.ours
         changed([BlueZ.GattCharacteristic1.writeAcquired.name])

@@ -71,7 +71,7 @@ final class RemoteDescriptor {
             return BlueZError.invalidArguments(call)
         }
         // bluetoothd keeps the CCCD to itself: StartNotify/AcquireNotify are the way.
-        guard layout.uuid != GattLayout.cccdUUID else { return BlueZError.notPermitted(call, "Write not permitted") }
+        guard layout.uuid != GattLayout.cccdUUID else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.writeNotPermitted) }
         guard device.isConnected else { return BlueZError.notConnected(call) }
         guard !busy else { return BlueZError.inProgress(call) }
         busy = true
