@@ -65,18 +65,50 @@ extension BlueZ {
     public enum ProfileManager1 {
         /// The interface name.
         public static let interface = "org.bluez.ProfileManager1"
+
+        /// The method names.
+        public enum Method {
+            /// Registers a profile object for a UUID.
+            public static let registerProfile = "RegisterProfile"
+            /// Unregisters it.
+            public static let unregisterProfile = "UnregisterProfile"
+        }
     }
 
     /// `org.bluez.HealthManager1` at `/org/bluez` (exported by 5.66 when built with health support).
     public enum HealthManager1 {
         /// The interface name.
         public static let interface = "org.bluez.HealthManager1"
+
+        /// The method names.
+        public enum Method {
+            /// Creates a health application.
+            public static let createApplication = "CreateApplication"
+            /// Destroys it.
+            public static let destroyApplication = "DestroyApplication"
+        }
     }
 
     /// `org.bluez.Media1` on an adapter (from the audio plugins).
     public enum Media1 {
         /// The interface name.
         public static let interface = "org.bluez.Media1"
+
+        /// The method names.
+        public enum Method {
+            /// Registers a media endpoint.
+            public static let registerEndpoint = "RegisterEndpoint"
+            /// Unregisters it.
+            public static let unregisterEndpoint = "UnregisterEndpoint"
+            /// Registers a media player.
+            public static let registerPlayer = "RegisterPlayer"
+            /// Unregisters it.
+            public static let unregisterPlayer = "UnregisterPlayer"
+            /// Registers endpoints and players under one object tree.
+            public static let registerApplication = "RegisterApplication"
+            /// Unregisters it.
+            public static let unregisterApplication = "UnregisterApplication"
+        }
         /// `as`: the endpoint UUIDs the audio plugins support.
         public static let supportedUUIDs = PropertyKey<[String]>("SupportedUUIDs")
     }
@@ -85,5 +117,13 @@ extension BlueZ {
     public enum NetworkServer1 {
         /// The interface name.
         public static let interface = "org.bluez.NetworkServer1"
+
+        /// The method names.
+        public enum Method {
+            /// Registers a network server for a UUID and bridge.
+            public static let register = "Register"
+            /// Unregisters it.
+            public static let unregister = "Unregister"
+        }
     }
 }

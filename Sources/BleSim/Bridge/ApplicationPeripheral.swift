@@ -25,9 +25,9 @@ final class ApplicationPeripheral: SimGattServer {
     static func attributeFlags(_ flags: [String]) -> [String] {
         var result = flags
         func ensure(_ flag: String) { if !result.contains(flag) { result.append(flag) } }
-        if flags.contains(where: { ["encrypt-read", "encrypt-authenticated-read", "secure-read"].contains($0) }) { ensure("read") }
-        if flags.contains(where: { ["encrypt-write", "encrypt-authenticated-write", "secure-write"].contains($0) }) { ensure("write") }
-        if flags.contains("reliable-write") || flags.contains("writable-auxiliaries") { ensure("extended-properties") }
+        if flags.contains(where: { [BlueZ.GattFlag.encryptRead, BlueZ.GattFlag.encryptAuthenticatedRead, BlueZ.GattFlag.secureRead].contains($0) }) { ensure(BlueZ.GattFlag.read) }
+        if flags.contains(where: { [BlueZ.GattFlag.encryptWrite, BlueZ.GattFlag.encryptAuthenticatedWrite, BlueZ.GattFlag.secureWrite].contains($0) }) { ensure(BlueZ.GattFlag.write) }
+        if flags.contains(BlueZ.GattFlag.reliableWrite) || flags.contains(BlueZ.GattFlag.writableAuxiliaries) { ensure(BlueZ.GattFlag.extendedProperties) }
         return result
     }
 
@@ -50,9 +50,9 @@ final class ApplicationPeripheral: SimGattServer {
                       let flags = characteristic[BlueZ.GattCharacteristic1.flags] else { return nil }
                 var characteristicSpec = CharacteristicSpec(uuid: characteristicUUID, flags: Self.attributeFlags(flags),
                                                             value: characteristic[BlueZ.GattCharacteristic1.value] ?? Data())
-                if flags.contains("reliable-write") || flags.contains("writable-auxiliaries") {
+                if flags.contains(BlueZ.GattFlag.reliableWrite) || flags.contains(BlueZ.GattFlag.writableAuxiliaries) {
                     // bluetoothd's server declares them in an Extended Properties descriptor, first.
-                    characteristicSpec.descriptors.append(DescriptorSpec(uuid: "2900", flags: ["read"]))
+                    characteristicSpec.descriptors.append(DescriptorSpec(uuid: "2900", flags: [BlueZ.GattFlag.read]))
                 }
                 var descriptorPaths: [ObjectPath] = []
                 for descriptorPath in paths {
@@ -60,7 +60,7 @@ final class ApplicationPeripheral: SimGattServer {
                           descriptor[BlueZ.GattDescriptor1.characteristic] == characteristicPath,
                           let descriptorUUID = descriptor[BlueZ.GattDescriptor1.uuid], SimUUID.full(descriptorUUID) != nil else { continue }
                     characteristicSpec.descriptors.append(DescriptorSpec(uuid: descriptorUUID,
-                                                                         flags: descriptor[BlueZ.GattDescriptor1.flags] ?? ["read"]))
+                                                                         flags: descriptor[BlueZ.GattDescriptor1.flags] ?? [BlueZ.GattFlag.read]))
                     descriptorPaths.append(descriptorPath)
                 }
                 spec.characteristics.append(characteristicSpec)

@@ -57,23 +57,23 @@ public final class SimAdapter {
             adapterInterface(),
             peripheralRole.gattManagerInterface(),
             ExportedInterface(BlueZ.Media1.interface, methods: [
-                ExportedMethod("RegisterEndpoint", in: [ArgumentDescription("endpoint", .objectPath),
+                ExportedMethod(BlueZ.Media1.Method.registerEndpoint, in: [ArgumentDescription("endpoint", .objectPath),
                                                         ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
-                ExportedMethod("UnregisterEndpoint", in: [ArgumentDescription("endpoint", .objectPath)]) { BlueZError.doesNotExist($0) },
-                ExportedMethod("RegisterPlayer", in: [ArgumentDescription("player", .objectPath),
+                ExportedMethod(BlueZ.Media1.Method.unregisterEndpoint, in: [ArgumentDescription("endpoint", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod(BlueZ.Media1.Method.registerPlayer, in: [ArgumentDescription("player", .objectPath),
                                                       ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
-                ExportedMethod("UnregisterPlayer", in: [ArgumentDescription("player", .objectPath)]) { BlueZError.doesNotExist($0) },
-                ExportedMethod("RegisterApplication", in: [ArgumentDescription("application", .objectPath),
+                ExportedMethod(BlueZ.Media1.Method.unregisterPlayer, in: [ArgumentDescription("player", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod(BlueZ.Media1.Method.registerApplication, in: [ArgumentDescription("application", .objectPath),
                                                            ArgumentDescription("options", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
-                ExportedMethod("UnregisterApplication", in: [ArgumentDescription("application", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod(BlueZ.Media1.Method.unregisterApplication, in: [ArgumentDescription("application", .objectPath)]) { BlueZError.doesNotExist($0) },
             ], properties: [
                 ExportedProperty(BlueZ.Media1.supportedUUIDs) {
                     .array(element: .string, SimAdapter.mediaSupportedUUIDs.map { .string($0) })
                 },
             ]),
             ExportedInterface(BlueZ.NetworkServer1.interface, methods: [
-                ExportedMethod("Register", in: [ArgumentDescription("uuid", .string), ArgumentDescription("bridge", .string)]) { BlueZError.notSupported($0) },
-                ExportedMethod("Unregister", in: [ArgumentDescription("uuid", .string)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod(BlueZ.NetworkServer1.Method.register, in: [ArgumentDescription("uuid", .string), ArgumentDescription("bridge", .string)]) { BlueZError.notSupported($0) },
+                ExportedMethod(BlueZ.NetworkServer1.Method.unregister, in: [ArgumentDescription("uuid", .string)]) { BlueZError.doesNotExist($0) },
             ]),
             peripheralRole.advertisingManagerInterface(),
         ])

@@ -334,20 +334,20 @@ public final class Simulator {
         connection.objects.register(BlueZ.rootPath, interfaces: [
             agents.interface(simulator: self),
             ExportedInterface(BlueZ.ProfileManager1.interface, methods: [
-                ExportedMethod("RegisterProfile", in: [ArgumentDescription("profile", .objectPath), ArgumentDescription("UUID", .string),
+                ExportedMethod(BlueZ.ProfileManager1.Method.registerProfile, in: [ArgumentDescription("profile", .objectPath), ArgumentDescription("UUID", .string),
                                                        ArgumentDescription("options", .dictionary(key: .string, value: .variant))]) { call in
                     BlueZError.notSupported(call)
                 },
-                ExportedMethod("UnregisterProfile", in: [ArgumentDescription("profile", .objectPath)]) { call in
+                ExportedMethod(BlueZ.ProfileManager1.Method.unregisterProfile, in: [ArgumentDescription("profile", .objectPath)]) { call in
                     BlueZError.doesNotExist(call)
                 },
             ]),
             ExportedInterface(BlueZ.HealthManager1.interface, methods: [
-                ExportedMethod("CreateApplication", in: [ArgumentDescription("config", .dictionary(key: .string, value: .variant))],
+                ExportedMethod(BlueZ.HealthManager1.Method.createApplication, in: [ArgumentDescription("config", .dictionary(key: .string, value: .variant))],
                                out: [ArgumentDescription("application", .objectPath)]) { call in
                     BlueZError.notSupported(call)
                 },
-                ExportedMethod("DestroyApplication", in: [ArgumentDescription("application", .objectPath)]) { call in
+                ExportedMethod(BlueZ.HealthManager1.Method.destroyApplication, in: [ArgumentDescription("application", .objectPath)]) { call in
                     BlueZError.doesNotExist(call)
                 },
             ]),

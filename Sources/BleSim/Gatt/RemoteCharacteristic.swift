@@ -31,7 +31,7 @@ final class RemoteCharacteristic {
 
     private var simulator: Simulator { device.adapter.simulator }
     private var objects: ObjectRegistry? { device.adapter.objects }
-    private var canNotify: Bool { layout.has("notify") || layout.has("indicate") }
+    private var canNotify: Bool { layout.has(BlueZ.GattFlag.notify) || layout.has(BlueZ.GattFlag.indicate) }
     private var mtu: UInt16 { device.link?.mtu ?? 517 }
 
     func changed(_ names: [String]) {
@@ -49,11 +49,11 @@ final class RemoteCharacteristic {
             },
             ExportedProperty(BlueZ.GattCharacteristic1.flags) { [layout] in .array(element: .string, layout.flags.map { .string($0) }) },
             ExportedProperty(BlueZ.GattCharacteristic1.writeAcquired) { [weak self] in
-                guard let self, self.layout.has("write-without-response") else { return nil }
+                guard let self, self.layout.has(BlueZ.GattFlag.writeWithoutResponse) else { return nil }
                 return .boolean(self.writeAcquired != nil)
             },
             ExportedProperty(BlueZ.GattCharacteristic1.notifyAcquired) { [weak self] in
-                guard let self, self.layout.has("notify") else { return nil }
+                guard let self, self.layout.has(BlueZ.GattFlag.notify) else { return nil }
                 return .boolean(self.notifyAcquired != nil)
             },
             ExportedProperty(BlueZ.GattCharacteristic1.mtu) { [weak self] in self.map { .uint16($0.mtu) } },
@@ -150,11 +150,11 @@ final class RemoteCharacteristic {
         if let requestedType {
             guard let parsed = WriteKind(rawValue: requestedType) else { return BlueZError.notSupported(call) }
             kind = parsed
-        } else if layout.has("reliable-write") {
+        } else if layout.has(BlueZ.GattFlag.reliableWrite) {
             kind = .reliable
-        } else if layout.has("write") {
+        } else if layout.has(BlueZ.GattFlag.write) {
             kind = .request
-        } else if layout.has("write-without-response") {
+        } else if layout.has(BlueZ.GattFlag.writeWithoutResponse) {
             kind = .command
         } else {
             // Decided on the client side, before anything goes over the air.
@@ -246,7 +246,7 @@ final class RemoteCharacteristic {
     // MARK: Acquire
 
     private func acquireNotify(_ call: IncomingCall) {
-        guard layout.has("notify") else { return BlueZError.notSupported(call) }
+        guard layout.has(BlueZ.GattFlag.notify) else { return BlueZError.notSupported(call) }
         guard notifyAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.notifyAcquired) }
         guard notifySessions.isEmpty else { return BlueZError.inProgress(call) }
         guard device.isConnected, let link = device.link else { return BlueZError.notConnected(call) }
@@ -268,7 +268,7 @@ final class RemoteCharacteristic {
     }
 
     private func acquireWrite(_ call: IncomingCall) {
-        guard layout.has("write-without-response") else { return BlueZError.notSupported(call) }
+        guard layout.has(BlueZ.GattFlag.writeWithoutResponse) else { return BlueZError.notSupported(call) }
         guard writeAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.writeAcquired) }
         guard device.isConnected, let link = device.link else { return BlueZError.notConnected(call) }
         guard let pair = AcquiredSocket.make(onClose: { [weak self] in self?.writeSocketClosed() },
@@ -324,7 +324,7 @@ final class RemoteCharacteristic {
     }
 
     func notification(_ data: Data, link: SimLink) {
-        if layout.has("indicate") && !layout.has("notify") { link.server.confirmed(handle: layout.valueHandle, link: link) }
+        if layout.has(BlueZ.GattFlag.indicate) && !layout.has(BlueZ.GattFlag.notify) { link.server.confirmed(handle: layout.valueHandle, link: link) }
         if let socket = notifyAcquired {
             socket.send(data)
             return
