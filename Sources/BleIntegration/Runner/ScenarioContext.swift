@@ -95,7 +95,7 @@ public final class ScenarioContext {
     func setPowered(_ adapter: String, _ on: Bool) async throws {
         let label = "set \(adapter) Powered=\(on)"
         do {
-            try await Self.setPowered(on, adapter: try ObjectPath("/org/bluez/\(adapter)"), using: try await dbus(), deadline: eventDeadline)
+            try await Self.setPowered(on, adapter: try BlueZ.rootPath.appending(adapter), using: try await dbus(), deadline: eventDeadline)
             step("\(label) ok")
         } catch let error as DBusError {
             step("\(label) \(Self.describe(error))")
@@ -129,7 +129,7 @@ public final class ScenarioContext {
     func peer() async throws -> PeerPeripheral {
         let connection = try await Connection.open(backend.busAddress)
         connections.append(connection)
-        let peer = PeerPeripheral(connection: connection, adapter: try ObjectPath("/org/bluez/\(backend.peripheralAdapter)"))
+        let peer = PeerPeripheral(connection: connection, adapter: try BlueZ.rootPath.appending(backend.peripheralAdapter))
         peers.append(peer)
         try await peer.register()
         step("peer registered on \(backend.peripheralAdapter)")

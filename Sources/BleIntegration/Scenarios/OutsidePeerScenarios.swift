@@ -37,7 +37,7 @@ enum OutsidePeerScenarios {
         // The two scripts register independently: a central connecting before the application
         // is registered would see only the daemon's own services. The adapter lists the
         // application's service UUIDs once it is.
-        let adapter = try ObjectPath("/org/bluez/\(context.backend.peripheralAdapter)")
+        let adapter = try BlueZ.rootPath.appending(context.backend.peripheralAdapter)
         let registered = PropertyWait(connection: try await context.dbus(), path: adapter, interface: BlueZ.Adapter1.interface,
                                       name: "UUIDs", describedAs: .string("… 0000180d-0000-1000-8000-00805f9b34fb …")) { value in
             value.as([String].self)?.contains("0000180d-0000-1000-8000-00805f9b34fb") == true

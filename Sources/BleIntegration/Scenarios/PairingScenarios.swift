@@ -37,7 +37,7 @@ enum PairingScenarios {
         try await down.wait(deadline: context.eventDeadline)
         context.step("disconnected")
         _ = central
-        let adapter = try ObjectPath("/org/bluez/\(context.backend.centralAdapter)")
+        let adapter = try BlueZ.rootPath.appending(context.backend.centralAdapter)
         try await context.call("RemoveDevice", adapter, BlueZ.Adapter1.interface, BlueZ.Adapter1.Method.removeDevice, [.objectPath(device)])
     }
 }
