@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "BleSim", targets: ["BleSim"]),
         .library(name: "BleDSL", targets: ["BleDSL"]),
         .library(name: "BleCore", targets: ["BleCore"]),
+        .library(name: "BlueZVocabulary", targets: ["BlueZVocabulary"]),
         .executable(name: "blekit", targets: ["blekit"]),
         .executable(name: "blekit-integration", targets: ["blekit-integration"]),
     ],
@@ -27,16 +28,18 @@ let package = Package(
         // The GLib loop, its global actor, timers and executor: for layers that need the loop but not D-Bus.
         .target(name: "BleRuntime", dependencies: ["CGLib"]),
         .target(name: "BleDBus", dependencies: ["BleRuntime", "CDBus", "CGLib"]),
-        .target(name: "BleSim", dependencies: ["BleDBus"], exclude: ["README.md"]),
+        // bluetoothd's D-Bus names, typed property keys, errors and object paths, shared by BleCore and BleSim.
+        .target(name: "BlueZVocabulary", dependencies: ["BleDBus"]),
+        .target(name: "BleSim", dependencies: ["BleDBus", "BlueZVocabulary"], exclude: ["README.md"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
-        .target(name: "BleCore", dependencies: ["BleDBus"]),
-        .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim"]),
+        .target(name: "BleCore", dependencies: ["BleDBus", "BlueZVocabulary"]),
+        .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim", "BlueZVocabulary"]),
         .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "DataLoggerExample"]),
         // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.
         .target(name: "DataLoggerExample", dependencies: ["BleDSL"], path: "Examples/DataLogger",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).
-        .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport"]),
+        .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
         .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
                           path: "Benchmarks/SimulatorBenchmark"),
@@ -47,6 +50,7 @@ let package = Package(
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
         .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleDBus"], exclude: ["Parity"]),
+        .testTarget(name: "BlueZVocabularyTests", dependencies: ["BlueZVocabulary", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
     ],
     swiftLanguageModes: [.v6]

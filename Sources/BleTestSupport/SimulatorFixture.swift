@@ -1,5 +1,6 @@
 import BleDBus
 import BleSim
+import BlueZVocabulary
 import Foundation
 
 /// One call away from a test bed: a private bus, a `Simulator` on it, and a client connection
@@ -49,12 +50,12 @@ public final class SimulatorFixture {
             try await simulator.start(on: bus.busAddress)
             let client = try await Connection.open(bus.busAddress)
             let fixture = SimulatorFixture(bus: bus, simulator: simulator, client: client)
-            fixture.subscription = try client.signals.subscribe(SignalMatch(sender: "org.bluez")) { [weak fixture] message in
+            fixture.subscription = try client.signals.subscribe(SignalMatch(sender: BlueZ.busName)) { [weak fixture] message in
                 fixture?.received(message)
             }
             // A round trip guarantees the match rule is in place before the test acts.
-            _ = try await client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                      interface: "org.freedesktop.DBus", member: "GetId")
+            _ = try await client.call(destination: FreedesktopDBus.busName, path: FreedesktopDBus.path,
+                                      interface: FreedesktopDBus.interface, member: FreedesktopDBus.Method.getID)
             return fixture
         } catch {
             simulator.stop(.kill)
@@ -71,20 +72,20 @@ public final class SimulatorFixture {
     @discardableResult
     public func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
                      timeout: Duration = .seconds(10)) async throws(DBusError) -> [DBusValue] {
-        try await client.call(destination: "org.bluez", path: path, interface: interface, member: member,
+        try await client.call(destination: BlueZ.busName, path: path, interface: interface, member: member,
                               arguments: arguments, timeout: timeout)
     }
 
     /// Reads a property.
     public func property(_ path: ObjectPath, _ interface: String, _ name: String) async throws(DBusError) -> DBusValue {
-        let reply = try await call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
+        let reply = try await call(path, FreedesktopDBus.Properties.interface, FreedesktopDBus.Properties.get, [.string(interface), .string(name)])
         guard case .variant(let value)? = reply.first else { throw .decoding(DBusDecodingError(expected: "v", found: "nothing", context: "Get")) }
         return value
     }
 
     /// Sets a property.
     public func setProperty(_ path: ObjectPath, _ interface: String, _ name: String, _ value: DBusValue) async throws(DBusError) {
-        try await call(path, "org.freedesktop.DBus.Properties", "Set", [.string(interface), .string(name), .variant(value)])
+        try await call(path, FreedesktopDBus.Properties.interface, FreedesktopDBus.Properties.set, [.string(interface), .string(name), .variant(value)])
     }
 
     /// Waits for a signal (already received since `since`, or arriving within `timeout`).
@@ -99,7 +100,7 @@ public final class SimulatorFixture {
     public func waitForProperty(_ path: ObjectPath, _ name: String, _ expected: DBusValue, since index: Int = 0,
                                 timeout: Duration = .seconds(10)) async throws -> DBusMessage {
         try await waitForSignal(since: index, timeout: timeout, "\(name)=\(expected) on \(path)") { message in
-            message.path == path && message.member == "PropertiesChanged" && SimulatorFixture.changedValue(message, name) == expected
+            message.path == path && message.member == FreedesktopDBus.Properties.propertiesChanged && SimulatorFixture.changedValue(message, name) == expected
         }
     }
 

@@ -1,15 +1,19 @@
 import BleDBus
+import BlueZVocabulary
 
-/// BlueZ's bus name and interface names.
-enum BlueZ {
-    static let service = "org.bluez"
-    static let adapter = "org.bluez.Adapter1"
-    static let device = "org.bluez.Device1"
-    static let gattService = "org.bluez.GattService1"
-    static let gattCharacteristic = "org.bluez.GattCharacteristic1"
-    static let gattDescriptor = "org.bluez.GattDescriptor1"
-    static let properties = "org.freedesktop.DBus.Properties"
-    static let objectManager = "org.freedesktop.DBus.ObjectManager"
+/// bluetoothd's names come from the vocabulary BleSim also speaks, so client and simulator
+/// cannot drift apart; the short names below are the ones BleCore's files were written with.
+typealias BlueZ = BlueZVocabulary.BlueZ
+
+extension BlueZ {
+    static var service: String { busName }
+    static var adapter: String { Adapter1.interface }
+    static var device: String { Device1.interface }
+    static var gattService: String { GattService1.interface }
+    static var gattCharacteristic: String { GattCharacteristic1.interface }
+    static var gattDescriptor: String { GattDescriptor1.interface }
+    static var properties: String { FreedesktopDBus.Properties.interface }
+    static var objectManager: String { FreedesktopDBus.ObjectManager.interface }
 }
 
 extension PropertyMap {
@@ -21,10 +25,3 @@ extension PropertyMap {
 }
 
 import Foundation
-
-extension BlueZ {
-    /// The interfaces of a device's GATT objects, whose events go to that device's peripheral.
-    static func isGattInterface(_ name: String) -> Bool {
-        name == gattService || name == gattCharacteristic || name == gattDescriptor
-    }
-}

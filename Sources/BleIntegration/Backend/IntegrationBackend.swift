@@ -1,5 +1,6 @@
 import BleCore
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// Which BlueZ a scenario runs against.
@@ -60,25 +61,25 @@ extension IntegrationBackend {
     public func reset() async throws {
         let connection = try await Connection.open(busAddress)
         defer { connection.close() }
-        let reply = try await connection.call(destination: "org.bluez", path: .root,
-                                              interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
+        let reply = try await connection.call(destination: BlueZ.busName, path: .root,
+                                              interface: FreedesktopDBus.ObjectManager.interface, member: FreedesktopDBus.ObjectManager.getManagedObjects)
         guard let first = reply.first else { return }
         let objects = try BlueZShapes.managedObjects(first)
         for (path, interfaces) in objects.sorted(by: { $0.key < $1.key }) {
-            guard let adapter = interfaces["org.bluez.Adapter1"], adapter["Powered"] == .boolean(false) else { continue }
+            guard let adapter = interfaces[BlueZ.Adapter1.interface], adapter[BlueZ.Adapter1.powered] == false else { continue }
             try await ScenarioContext.setPowered(true, adapter: path, using: connection, deadline: .seconds(15))
         }
         for (path, interfaces) in objects {
-            guard let device = interfaces["org.bluez.Device1"], device["Connected"] == .boolean(true) else { continue }
-            let down = PropertyWait(connection: connection, path: path, interface: "org.bluez.Device1", name: "Connected", value: .boolean(false))
+            guard let device = interfaces[BlueZ.Device1.interface], device[BlueZ.Device1.connected] == true else { continue }
+            let down = PropertyWait(connection: connection, path: path, interface: BlueZ.Device1.interface, name: BlueZ.Device1.connected.name, value: .boolean(false))
             try down.arm()
-            _ = try? await connection.call(destination: "org.bluez", path: path, interface: "org.bluez.Device1", member: "Disconnect")
+            _ = try? await connection.call(destination: BlueZ.busName, path: path, interface: BlueZ.Device1.interface, member: BlueZ.Device1.Method.disconnect)
             try? await down.wait(deadline: .seconds(15))
         }
-        for (path, interfaces) in objects where interfaces["org.bluez.Device1"] != nil {
+        for (path, interfaces) in objects where interfaces[BlueZ.Device1.interface] != nil {
             guard let adapter = path.parent else { continue }
-            _ = try? await connection.call(destination: "org.bluez", path: adapter, interface: "org.bluez.Adapter1",
-                                           member: "RemoveDevice", arguments: [.objectPath(path)])
+            _ = try? await connection.call(destination: BlueZ.busName, path: adapter, interface: BlueZ.Adapter1.interface,
+                                           member: BlueZ.Adapter1.Method.removeDevice, arguments: [.objectPath(path)])
         }
     }
 }

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// A BlueZ `Agent1` with the NoInputNoOutput capability: it accepts every request and records
@@ -20,31 +21,31 @@ final class PairingAgent {
                 call.reply(answer)
             }
         }
-        connection.objects.register(Self.path, interfaces: [ExportedInterface("org.bluez.Agent1", methods: [
-            accept("Release", in: []),
-            accept("RequestPinCode", in: [device], out: [ArgumentDescription("pincode", .string)], answer: [.string("0000")]),
-            accept("DisplayPinCode", in: [device, ArgumentDescription("pincode", .string)]),
-            accept("RequestPasskey", in: [device], out: [ArgumentDescription("passkey", .uint32)], answer: [.uint32(0)]),
-            accept("DisplayPasskey", in: [device, ArgumentDescription("passkey", .uint32), ArgumentDescription("entered", .uint16)]),
-            accept("RequestConfirmation", in: [device, ArgumentDescription("passkey", .uint32)]),
-            accept("RequestAuthorization", in: [device]),
-            accept("AuthorizeService", in: [device, ArgumentDescription("uuid", .string)]),
-            accept("Cancel", in: []),
+        connection.objects.register(Self.path, interfaces: [ExportedInterface(BlueZ.Agent1.interface, methods: [
+            accept(BlueZ.Agent1.Method.release, in: []),
+            accept(BlueZ.Agent1.Method.requestPinCode, in: [device], out: [ArgumentDescription("pincode", .string)], answer: [.string("0000")]),
+            accept(BlueZ.Agent1.Method.displayPinCode, in: [device, ArgumentDescription("pincode", .string)]),
+            accept(BlueZ.Agent1.Method.requestPasskey, in: [device], out: [ArgumentDescription("passkey", .uint32)], answer: [.uint32(0)]),
+            accept(BlueZ.Agent1.Method.displayPasskey, in: [device, ArgumentDescription("passkey", .uint32), ArgumentDescription("entered", .uint16)]),
+            accept(BlueZ.Agent1.Method.requestConfirmation, in: [device, ArgumentDescription("passkey", .uint32)]),
+            accept(BlueZ.Agent1.Method.requestAuthorization, in: [device]),
+            accept(BlueZ.Agent1.Method.authorizeService, in: [device, ArgumentDescription("uuid", .string)]),
+            accept(BlueZ.Agent1.Method.cancel, in: []),
         ])])
     }
 
     /// Registers with the agent manager and becomes the default agent.
     func register() async throws {
-        _ = try await connection.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                                      member: "RegisterAgent", arguments: [.objectPath(Self.path), .string("NoInputNoOutput")])
-        _ = try await connection.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                                      member: "RequestDefaultAgent", arguments: [.objectPath(Self.path)])
+        _ = try await connection.call(destination: BlueZ.busName, path: BlueZ.rootPath, interface: BlueZ.AgentManager1.interface,
+                                      member: BlueZ.AgentManager1.Method.registerAgent, arguments: [.objectPath(Self.path), .string(BlueZ.AgentManager1.Capability.noInputNoOutput)])
+        _ = try await connection.call(destination: BlueZ.busName, path: BlueZ.rootPath, interface: BlueZ.AgentManager1.interface,
+                                      member: BlueZ.AgentManager1.Method.requestDefaultAgent, arguments: [.objectPath(Self.path)])
     }
 
     /// Unregisters; a daemon that forgot the agent already is fine.
     func unregister() async {
-        _ = try? await connection.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
-                                       member: "UnregisterAgent", arguments: [.objectPath(Self.path)])
+        _ = try? await connection.call(destination: BlueZ.busName, path: BlueZ.rootPath, interface: BlueZ.AgentManager1.interface,
+                                       member: BlueZ.AgentManager1.Method.unregisterAgent, arguments: [.objectPath(Self.path)])
         connection.objects.unregister(Self.path)
     }
 

@@ -1,5 +1,6 @@
 import BleCore
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// The peripheral the scenarios talk to: a GATT application and an advertisement that this
@@ -52,16 +53,16 @@ public final class PeerPeripheral {
 
     /// Registers the application, then the advertisement, with the adapter.
     public func register() async throws(PeerError) {
-        try await adapterCall("GATT application", "org.bluez.GattManager1", "RegisterApplication",
+        try await adapterCall("GATT application", BlueZ.GattManager1.interface, BlueZ.GattManager1.Method.registerApplication,
                               [.objectPath(Self.root), BlueZShapes.propertyDictionary([])])
-        try await adapterCall("advertisement", "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
+        try await adapterCall("advertisement", BlueZ.LEAdvertisingManager1.interface, BlueZ.LEAdvertisingManager1.Method.registerAdvertisement,
                               [.objectPath(Self.advertisementPath), BlueZShapes.propertyDictionary([])])
         isRegistered = true
     }
 
     /// Stops advertising and keeps serving the application (and its links).
     public func unregisterAdvertisement() async throws(PeerError) {
-        try await adapterCall("advertisement (unregistering)", "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+        try await adapterCall("advertisement (unregistering)", BlueZ.LEAdvertisingManager1.interface, BlueZ.LEAdvertisingManager1.Method.unregisterAdvertisement,
                               [.objectPath(Self.advertisementPath)])
     }
 
@@ -71,13 +72,13 @@ public final class PeerPeripheral {
         isRegistered = false
         stopStream()
         try? await unregisterAdvertisement()
-        try? await adapterCall("GATT application (unregistering)", "org.bluez.GattManager1", "UnregisterApplication",
+        try? await adapterCall("GATT application (unregistering)", BlueZ.GattManager1.interface, BlueZ.GattManager1.Method.unregisterApplication,
                                [.objectPath(Self.root)])
     }
 
     private func adapterCall(_ what: String, _ interface: String, _ member: String, _ arguments: [DBusValue]) async throws(PeerError) {
         do {
-            _ = try await connection.call(destination: "org.bluez", path: adapter, interface: interface, member: member, arguments: arguments)
+            _ = try await connection.call(destination: BlueZ.busName, path: adapter, interface: interface, member: member, arguments: arguments)
         } catch {
             throw .registrationFailed(what, error)
         }
@@ -93,34 +94,34 @@ public final class PeerPeripheral {
     private func exportObjects() {
         let objects = connection.objects
         objects.addObjectManager(at: Self.root)
-        objects.register(Self.servicePath, interfaces: [ExportedInterface("org.bluez.GattService1", properties: [
-            ExportedProperty("UUID", .string) { .string(PeerProtocol.service.uuidString128) },
-            ExportedProperty("Primary", .boolean) { .boolean(true) },
+        objects.register(Self.servicePath, interfaces: [ExportedInterface(BlueZ.GattService1.interface, properties: [
+            ExportedProperty(BlueZ.GattService1.uuid) { .string(PeerProtocol.service.uuidString128) },
+            ExportedProperty(BlueZ.GattService1.primary) { .boolean(true) },
         ])])
         objects.register(Self.dataPath, interfaces: [characteristic(
             uuid: PeerProtocol.data, flags: ["read", "write", "write-without-response"],
             read: { [weak self] offset in
-                guard let self else { return .failure(PeerCallFailure(name: "org.bluez.Error.Failed", message: "Peer gone")) }
+                guard let self else { return .failure(PeerCallFailure(name: BlueZ.ErrorName.failed, message: "Peer gone")) }
                 self.calls.append("ReadValue data offset=\(offset)")
-                guard offset <= self.data.count else { return .failure(PeerCallFailure(name: "org.bluez.Error.InvalidOffset", message: "Invalid offset")) }
+                guard offset <= self.data.count else { return .failure(PeerCallFailure(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)) }
                 return .success(Data(self.data.dropFirst(offset)))
             },
             write: { [weak self] value, offset in
                 guard let self else { return nil }
                 self.calls.append("WriteValue data offset=\(offset) length=\(value.count)")
-                guard offset <= self.data.count else { return PeerCallFailure(name: "org.bluez.Error.InvalidOffset", message: "Invalid offset") }
+                guard offset <= self.data.count else { return PeerCallFailure(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset) }
                 self.data = Data(self.data.prefix(offset)) + value
                 self.onDataWritten?(self.data)
                 return nil
             })])
-        objects.register(Self.dataDescriptionPath, interfaces: [ExportedInterface("org.bluez.GattDescriptor1", methods: [
-            ExportedMethod("ReadValue", in: [Self.optionsArgument], out: [ArgumentDescription("value", .array(.byte))]) { call in
+        objects.register(Self.dataDescriptionPath, interfaces: [ExportedInterface(BlueZ.GattDescriptor1.interface, methods: [
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.readValue, in: [Self.optionsArgument], out: [ArgumentDescription("value", .array(.byte))]) { call in
                 call.reply([.bytes(Data(PeerProtocol.dataDescription.utf8))])
             },
         ], properties: [
-            ExportedProperty("UUID", .string) { .string("00002901-0000-1000-8000-00805f9b34fb") },
-            ExportedProperty("Characteristic", .objectPath) { .objectPath(Self.dataPath) },
-            ExportedProperty("Flags", .array(.string)) { .array(element: .string, [.string("read")]) },
+            ExportedProperty(BlueZ.GattDescriptor1.uuid) { .string("00002901-0000-1000-8000-00805f9b34fb") },
+            ExportedProperty(BlueZ.GattDescriptor1.characteristic) { .objectPath(Self.dataPath) },
+            ExportedProperty(BlueZ.GattDescriptor1.flags) { .array(element: .string, [.string("read")]) },
         ])])
         objects.register(Self.commandPath, interfaces: [characteristic(
             uuid: PeerProtocol.command, flags: ["write", "write-without-response"], read: nil,
@@ -128,32 +129,32 @@ public final class PeerPeripheral {
                 self?.handleCommand(value)
                 return nil
             })])
-        objects.register(Self.responsePath, interfaces: [ExportedInterface("org.bluez.GattCharacteristic1", methods: [
-            ExportedMethod("StartNotify") { [weak self] call in
+        objects.register(Self.responsePath, interfaces: [ExportedInterface(BlueZ.GattCharacteristic1.interface, methods: [
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.startNotify) { [weak self] call in
                 self?.calls.append("StartNotify response")
                 call.reply()
             },
-            ExportedMethod("StopNotify") { [weak self] call in
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.stopNotify) { [weak self] call in
                 self?.calls.append("StopNotify response")
                 self?.stopStream()
                 call.reply()
             },
         ], properties: [
-            ExportedProperty("UUID", .string) { .string(PeerProtocol.response.uuidString128) },
-            ExportedProperty("Service", .objectPath) { .objectPath(Self.servicePath) },
-            ExportedProperty("Flags", .array(.string)) { .array(element: .string, [.string("notify")]) },
+            ExportedProperty(BlueZ.GattCharacteristic1.uuid) { .string(PeerProtocol.response.uuidString128) },
+            ExportedProperty(BlueZ.GattCharacteristic1.service) { .objectPath(Self.servicePath) },
+            ExportedProperty(BlueZ.GattCharacteristic1.flags) { .array(element: .string, [.string("notify")]) },
         ])])
         objects.register(Self.readOnlyPath, interfaces: [characteristic(
             uuid: PeerProtocol.readOnly, flags: ["read"],
             read: { offset in .success(Data(PeerProtocol.readOnlyValue.dropFirst(offset))) }, write: nil)])
-        objects.register(Self.advertisementPath, interfaces: [ExportedInterface("org.bluez.LEAdvertisement1", methods: [
-            ExportedMethod("Release") { call in call.reply() },
+        objects.register(Self.advertisementPath, interfaces: [ExportedInterface(BlueZ.LEAdvertisement1.interface, methods: [
+            ExportedMethod(BlueZ.LEAdvertisement1.Method.release) { call in call.reply() },
         ], properties: [
-            ExportedProperty("Type", .string) { .string("peripheral") },
-            ExportedProperty("ServiceUUIDs", .array(.string)) {
+            ExportedProperty(BlueZ.LEAdvertisement1.type) { .string("peripheral") },
+            ExportedProperty(BlueZ.LEAdvertisement1.serviceUUIDs) {
                 .array(element: .string, [.string(PeerProtocol.service.uuidString128)])
             },
-            ExportedProperty("LocalName", .string) { .string(PeerProtocol.name) },
+            ExportedProperty(BlueZ.LEAdvertisement1.localName) { .string(PeerProtocol.name) },
         ])])
     }
 
@@ -164,7 +165,7 @@ public final class PeerPeripheral {
                                 write: (@BleLoop (Data, Int) -> PeerCallFailure?)?) -> ExportedInterface {
         var methods: [ExportedMethod] = []
         if let read {
-            methods.append(ExportedMethod("ReadValue", in: [Self.optionsArgument], out: [ArgumentDescription("value", .array(.byte))]) { call in
+            methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.readValue, in: [Self.optionsArgument], out: [ArgumentDescription("value", .array(.byte))]) { call in
                 switch read(Self.offset(in: call)) {
                 case .success(let value): call.reply([.bytes(value)])
                 case .failure(let failure): call.fail(name: failure.name, message: failure.message)
@@ -172,9 +173,9 @@ public final class PeerPeripheral {
             })
         }
         if let write {
-            methods.append(ExportedMethod("WriteValue", in: [ArgumentDescription("value", .array(.byte)), Self.optionsArgument]) { call in
+            methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.writeValue, in: [ArgumentDescription("value", .array(.byte)), Self.optionsArgument]) { call in
                 guard case .bytes(let value)? = call.arguments.first else {
-                    return call.fail(name: "org.bluez.Error.InvalidArguments", message: "Invalid arguments in method call")
+                    return call.fail(name: BlueZ.ErrorName.invalidArguments, message: BlueZ.ErrorMessage.invalidArguments)
                 }
                 if let failure = write(value, Self.offset(in: call)) {
                     call.fail(name: failure.name, message: failure.message)
@@ -184,10 +185,10 @@ public final class PeerPeripheral {
             })
         }
         let path: ObjectPath = Self.servicePath
-        return ExportedInterface("org.bluez.GattCharacteristic1", methods: methods, properties: [
-            ExportedProperty("UUID", .string) { .string(uuid.uuidString128) },
-            ExportedProperty("Service", .objectPath) { .objectPath(path) },
-            ExportedProperty("Flags", .array(.string)) { .array(element: .string, flags.map { .string($0) }) },
+        return ExportedInterface(BlueZ.GattCharacteristic1.interface, methods: methods, properties: [
+            ExportedProperty(BlueZ.GattCharacteristic1.uuid) { .string(uuid.uuidString128) },
+            ExportedProperty(BlueZ.GattCharacteristic1.service) { .objectPath(path) },
+            ExportedProperty(BlueZ.GattCharacteristic1.flags) { .array(element: .string, flags.map { .string($0) }) },
         ])
     }
 
@@ -234,8 +235,8 @@ public final class PeerPeripheral {
     }
 
     private func notify(_ value: Data) {
-        connection.objects.emitPropertiesChanged(path: Self.responsePath, interface: "org.bluez.GattCharacteristic1",
-                                                 changed: [DBusDictionaryEntry(key: .string("Value"), value: .variant(.bytes(value)))],
+        connection.objects.emitPropertiesChanged(path: Self.responsePath, interface: BlueZ.GattCharacteristic1.interface,
+                                                 changed: [DBusDictionaryEntry(key: .string(BlueZ.GattCharacteristic1.value.name), value: .variant(.bytes(value)))],
                                                  invalidated: [])
     }
 }

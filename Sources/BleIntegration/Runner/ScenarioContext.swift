@@ -1,5 +1,6 @@
 import BleCore
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// What a scenario works with: the backend, BleKit's central on `hci1`, the peer on `hci0`,
@@ -80,7 +81,7 @@ public final class ScenarioContext {
               _ arguments: [DBusValue] = [], timeout: Duration? = nil) async throws -> Result<[DBusValue], DBusError> {
         let connection = try await dbus()
         do {
-            let reply = try await connection.call(destination: "org.bluez", path: path, interface: interface, member: member,
+            let reply = try await connection.call(destination: BlueZ.busName, path: path, interface: interface, member: member,
                                                   arguments: arguments, timeout: timeout)
             step("\(label) ok")
             return .success(reply)
@@ -94,7 +95,7 @@ public final class ScenarioContext {
     func setPowered(_ adapter: String, _ on: Bool) async throws {
         let label = "set \(adapter) Powered=\(on)"
         do {
-            try await Self.setPowered(on, adapter: try ObjectPath("/org/bluez/\(adapter)"), using: try await dbus(), deadline: eventDeadline)
+            try await Self.setPowered(on, adapter: try BlueZ.rootPath.appending(adapter), using: try await dbus(), deadline: eventDeadline)
             step("\(label) ok")
         } catch let error as DBusError {
             step("\(label) \(Self.describe(error))")
@@ -105,11 +106,11 @@ public final class ScenarioContext {
     /// Sets an adapter's `Powered` and returns once BlueZ reports the new value (at once when
     /// it already holds).
     static func setPowered(_ on: Bool, adapter path: ObjectPath, using connection: Connection, deadline: Duration) async throws {
-        let reached = PropertyWait(connection: connection, path: path, interface: "org.bluez.Adapter1",
-                                   name: "Powered", value: .boolean(on))
+        let reached = PropertyWait(connection: connection, path: path, interface: BlueZ.Adapter1.interface,
+                                   name: BlueZ.Adapter1.powered.name, value: .boolean(on))
         try reached.arm()
-        _ = try await connection.call(destination: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties", member: "Set",
-                                      arguments: [.string("org.bluez.Adapter1"), .string("Powered"), .variant(.boolean(on))])
+        _ = try await connection.call(destination: BlueZ.busName, path: path, interface: FreedesktopDBus.Properties.interface, member: FreedesktopDBus.Properties.set,
+                                      arguments: [.string(BlueZ.Adapter1.interface), .string(BlueZ.Adapter1.powered.name), .variant(.boolean(on))])
         try await reached.wait(deadline: deadline)
     }
 
@@ -128,7 +129,7 @@ public final class ScenarioContext {
     func peer() async throws -> PeerPeripheral {
         let connection = try await Connection.open(backend.busAddress)
         connections.append(connection)
-        let peer = PeerPeripheral(connection: connection, adapter: try ObjectPath("/org/bluez/\(backend.peripheralAdapter)"))
+        let peer = PeerPeripheral(connection: connection, adapter: try BlueZ.rootPath.appending(backend.peripheralAdapter))
         peers.append(peer)
         try await peer.register()
         step("peer registered on \(backend.peripheralAdapter)")
@@ -383,7 +384,7 @@ final class PropertyWait {
 
     func arm() throws {
         subscription = try connection.signals.subscribe(SignalMatch(
-            sender: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { [weak self] message in
+            sender: BlueZ.busName, path: path, interface: FreedesktopDBus.Properties.interface, member: FreedesktopDBus.Properties.propertiesChanged)) { [weak self] message in
             guard let self, case .string(let changedInterface)? = message.body.first, changedInterface == self.interface,
                   message.body.count >= 2, let changed = try? BlueZShapes.propertyMap(message.body[1]),
                   let changedValue = changed[self.name], self.accepts(changedValue) else { return }
@@ -394,8 +395,8 @@ final class PropertyWait {
     func wait(deadline: Duration) async throws {
         if !reached {
             // The value may already hold (nothing to announce).
-            let current = try? await connection.call(destination: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties",
-                                                     member: "Get", arguments: [.string(interface), .string(name)])
+            let current = try? await connection.call(destination: BlueZ.busName, path: path, interface: FreedesktopDBus.Properties.interface,
+                                                     member: FreedesktopDBus.Properties.get, arguments: [.string(interface), .string(name)])
             if case .variant(let inner)? = current?.first, accepts(inner) { reached = true }
         }
         if !reached {

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// Records the state properties of one adapter and its devices as BlueZ announces them, one
@@ -14,48 +15,49 @@ final class StateTrace {
     private let adapter: String
 
     /// The properties that are states rather than measurements (RSSI, advertising data).
-    static let adapterProperties = ["Powered"]
-    static let deviceProperties = ["Connected", "ServicesResolved", "Paired", "Bonded", "Trusted", "Blocked"]
+    static let adapterProperties = [BlueZ.Adapter1.powered.name]
+    static let deviceProperties = [BlueZ.Device1.connected.name, BlueZ.Device1.servicesResolved.name, BlueZ.Device1.paired.name, BlueZ.Device1.bonded.name, BlueZ.Device1.trusted.name,
+                                   BlueZ.Device1.blocked.name]
 
     init(adapter: String) {
         self.adapter = adapter
     }
 
     func start(on connection: Connection) throws {
-        let adapterPath = "/org/bluez/\(adapter)"
+        let adapterPath = BlueZ.rootPath.rawValue + "/" + adapter
         subscriptions.append(try connection.signals.subscribe(SignalMatch(
-            sender: "org.bluez", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")) { [weak self] message in
+            sender: BlueZ.busName, interface: FreedesktopDBus.Properties.interface, member: FreedesktopDBus.Properties.propertiesChanged)) { [weak self] message in
             guard let self, let path = message.path?.rawValue, case .string(let interface)? = message.body.first,
                   message.body.count >= 2, let changed = try? BlueZShapes.propertyMap(message.body[1]) else { return }
-            if path == adapterPath, interface == "org.bluez.Adapter1" {
+            if path == adapterPath, interface == BlueZ.Adapter1.interface {
                 self.record(subject: self.adapter, changed, Self.adapterProperties)
-            } else if path.hasPrefix(adapterPath + "/dev_"), interface == "org.bluez.Device1",
+            } else if path.hasPrefix(adapterPath + "/dev_"), interface == BlueZ.Device1.interface,
                       !path.dropFirst(adapterPath.count + 1).contains("/") {
                 var changed = changed
                 let subject = Self.address(of: path)
                 // As BleCore does: bluetoothd 5.66 sometimes never announces Connected=true
                 // (a race between the ATT socket and the kernel's event), but services are only
                 // resolved over a live link.
-                if changed["ServicesResolved"] == .boolean(true), changed["Connected"] == nil,
+                if changed[BlueZ.Device1.servicesResolved] == true, changed[BlueZ.Device1.connected.name] == nil,
                    self.current["\(subject) Connected"] != "true" {
-                    changed["Connected"] = .boolean(true)
+                    changed[BlueZ.Device1.connected.name] = .boolean(true)
                 }
                 self.record(subject: subject, changed, Self.deviceProperties)
             }
         })
         subscriptions.append(try connection.signals.subscribe(SignalMatch(
-            sender: "org.bluez", interface: "org.freedesktop.DBus.ObjectManager")) { [weak self] message in
+            sender: BlueZ.busName, interface: FreedesktopDBus.ObjectManager.interface)) { [weak self] message in
             guard let self, case .objectPath(let path)? = message.body.first,
                   path.rawValue.hasPrefix(adapterPath + "/dev_"), !path.rawValue.dropFirst(adapterPath.count + 1).contains("/") else { return }
             let subject = Self.address(of: path.rawValue)
-            if message.member == "InterfacesAdded", message.body.count >= 2,
-               let interfaces = try? BlueZShapes.interfaceMap(message.body[1]), let device = interfaces["org.bluez.Device1"] {
+            if message.member == FreedesktopDBus.ObjectManager.interfacesAdded, message.body.count >= 2,
+               let interfaces = try? BlueZShapes.interfaceMap(message.body[1]), let device = interfaces[BlueZ.Device1.interface] {
                 self.entries.append("\(subject) added")
                 // The initial values are the first states; a device that appears connected says so.
                 for name in Self.deviceProperties { self.current["\(subject) \(name)"] = nil }
                 self.record(subject: subject, device, Self.deviceProperties, quietWhenFalse: true)
-            } else if message.member == "InterfacesRemoved", message.body.count >= 2,
-                      case .array(_, let names) = message.body[1], names.contains(.string("org.bluez.Device1")) {
+            } else if message.member == FreedesktopDBus.ObjectManager.interfacesRemoved, message.body.count >= 2,
+                      case .array(_, let names) = message.body[1], names.contains(.string(BlueZ.Device1.interface)) {
                 self.entries.append("\(subject) removed")
                 for name in Self.deviceProperties { self.current["\(subject) \(name)"] = nil }
             }

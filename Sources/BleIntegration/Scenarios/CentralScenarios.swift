@@ -1,5 +1,6 @@
 import BleCore
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// The central role against the peer: adapter state, scanning with each filter, connecting,
@@ -11,9 +12,9 @@ enum CentralScenarios {
         "central.adapterState", "The central's adapter: its properties, then powered off and on under a running CentralManager."
     ) { context in
         let central = try await context.central()
-        let adapter = try ObjectPath("/org/bluez/\(context.backend.centralAdapter)")
-        let reply = try await context.dbus().call(destination: "org.bluez", path: adapter, interface: "org.freedesktop.DBus.Properties",
-                                                   member: "GetAll", arguments: [.string("org.bluez.Adapter1")])
+        let adapter = try BlueZ.rootPath.appending(context.backend.centralAdapter)
+        let reply = try await context.dbus().call(destination: BlueZ.busName, path: adapter, interface: FreedesktopDBus.Properties.interface,
+                                                   member: FreedesktopDBus.Properties.getAll, arguments: [.string(BlueZ.Adapter1.interface)])
         let properties = try BlueZShapes.propertyMap(reply.first ?? .string(""))
         for name in ["Address", "AddressType", "Powered", "Discoverable", "DiscoverableTimeout", "Pairable", "PairableTimeout",
                      "Discovering", "Roles"] {
@@ -72,12 +73,12 @@ enum CentralScenarios {
         } catch is CentralProbe.Timeout {
             context.step("scan other service: peer not reported")
         }
-        let adapter = try ObjectPath("/org/bluez/\(context.backend.centralAdapter)")
-        try await context.call("SetDiscoveryFilter with an unknown key", adapter, "org.bluez.Adapter1", "SetDiscoveryFilter",
+        let adapter = try BlueZ.rootPath.appending(context.backend.centralAdapter)
+        try await context.call("SetDiscoveryFilter with an unknown key", adapter, BlueZ.Adapter1.interface, BlueZ.Adapter1.Method.setDiscoveryFilter,
                                [BlueZShapes.propertyDictionary([("Shape", .string("round"))])])
-        try await context.call("SetDiscoveryFilter with a bad Transport", adapter, "org.bluez.Adapter1", "SetDiscoveryFilter",
+        try await context.call("SetDiscoveryFilter with a bad Transport", adapter, BlueZ.Adapter1.interface, BlueZ.Adapter1.Method.setDiscoveryFilter,
                                [BlueZShapes.propertyDictionary([("Transport", .string("radio"))])])
-        if case .success(let reply) = try await context.call("GetDiscoveryFilters", adapter, "org.bluez.Adapter1", "GetDiscoveryFilters"),
+        if case .success(let reply) = try await context.call("GetDiscoveryFilters", adapter, BlueZ.Adapter1.interface, BlueZ.Adapter1.Method.getDiscoveryFilters),
            let first = reply.first {
             context.step("discovery filters \(render(first))")
         }
@@ -181,18 +182,18 @@ enum CentralScenarios {
     /// Removes the central's device object for the peer, so that the next scan reports it
     /// as new (BlueZ announces a known device only when its properties change).
     @BleLoop static func forgetPeer(_ context: ScenarioContext) async throws {
-        let adapter = try ObjectPath("/org/bluez/\(context.backend.centralAdapter)")
+        let adapter = try BlueZ.rootPath.appending(context.backend.centralAdapter)
         let address = try await peerAddress(context)
         let device = try ObjectPath("\(adapter.rawValue)/dev_\(address.replacingOccurrences(of: ":", with: "_"))")
-        _ = try? await context.dbus().call(destination: "org.bluez", path: adapter, interface: "org.bluez.Adapter1",
-                                           member: "RemoveDevice", arguments: [.objectPath(device)])
+        _ = try? await context.dbus().call(destination: BlueZ.busName, path: adapter, interface: BlueZ.Adapter1.interface,
+                                           member: BlueZ.Adapter1.Method.removeDevice, arguments: [.objectPath(device)])
     }
 
     /// The peripheral adapter's address: the peer's address as the central sees it.
     @BleLoop static func peerAddress(_ context: ScenarioContext) async throws -> String {
-        let reply = try await context.dbus().call(destination: "org.bluez", path: try ObjectPath("/org/bluez/\(context.backend.peripheralAdapter)"),
-                                                  interface: "org.freedesktop.DBus.Properties", member: "Get",
-                                                  arguments: [.string("org.bluez.Adapter1"), .string("Address")])
+        let reply = try await context.dbus().call(destination: BlueZ.busName, path: try BlueZ.rootPath.appending(context.backend.peripheralAdapter),
+                                                  interface: FreedesktopDBus.Properties.interface, member: FreedesktopDBus.Properties.get,
+                                                  arguments: [.string(BlueZ.Adapter1.interface), .string(BlueZ.Adapter1.address.name)])
         guard case .variant(.string(let address))? = reply.first else { throw ScenarioFailure("the peripheral adapter has no address") }
         return address
     }

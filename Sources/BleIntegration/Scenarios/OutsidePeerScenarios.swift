@@ -1,5 +1,6 @@
 import BleCore
 import BleDBus
+import BlueZVocabulary
 import BleTestSupport
 import Foundation
 
@@ -36,8 +37,8 @@ enum OutsidePeerScenarios {
         // The two scripts register independently: a central connecting before the application
         // is registered would see only the daemon's own services. The adapter lists the
         // application's service UUIDs once it is.
-        let adapter = try ObjectPath("/org/bluez/\(context.backend.peripheralAdapter)")
-        let registered = PropertyWait(connection: try await context.dbus(), path: adapter, interface: "org.bluez.Adapter1",
+        let adapter = try BlueZ.rootPath.appending(context.backend.peripheralAdapter)
+        let registered = PropertyWait(connection: try await context.dbus(), path: adapter, interface: BlueZ.Adapter1.interface,
                                       name: "UUIDs", describedAs: .string("… 0000180d-0000-1000-8000-00805f9b34fb …")) { value in
             value.as([String].self)?.contains("0000180d-0000-1000-8000-00805f9b34fb") == true
         }

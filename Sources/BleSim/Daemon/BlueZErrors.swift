@@ -1,40 +1,41 @@
 import BleDBus
+import BlueZVocabulary
 
 /// The error names and texts bluetoothd 5.66 answers with (src/error.c and the observed log).
 @BleLoop
 enum BlueZError {
-    static func invalidArguments(_ call: IncomingCall, _ text: String = "Invalid arguments in method call") {
-        call.fail(name: "org.bluez.Error.InvalidArguments", message: text)
+    static func invalidArguments(_ call: IncomingCall, _ text: String = BlueZ.ErrorMessage.invalidArguments) {
+        call.fail(name: BlueZ.ErrorName.invalidArguments, message: text)
     }
-    static func inProgress(_ call: IncomingCall, _ text: String = "In Progress") {
-        call.fail(name: "org.bluez.Error.InProgress", message: text)
+    static func inProgress(_ call: IncomingCall, _ text: String = BlueZ.ErrorMessage.inProgress) {
+        call.fail(name: BlueZ.ErrorName.inProgress, message: text)
     }
     static func notReady(_ call: IncomingCall) {
-        call.fail(name: "org.bluez.Error.NotReady", message: "Resource Not Ready")
+        call.fail(name: BlueZ.ErrorName.notReady, message: BlueZ.ErrorMessage.notReady)
     }
     static func failed(_ call: IncomingCall, _ text: String) {
-        call.fail(name: "org.bluez.Error.Failed", message: text)
+        call.fail(name: BlueZ.ErrorName.failed, message: text)
     }
     static func notSupported(_ call: IncomingCall) {
-        call.fail(name: "org.bluez.Error.NotSupported", message: "Operation is not supported")
+        call.fail(name: BlueZ.ErrorName.notSupported, message: BlueZ.ErrorMessage.notSupported)
     }
     static func notPermitted(_ call: IncomingCall, _ text: String) {
-        call.fail(name: "org.bluez.Error.NotPermitted", message: text)
+        call.fail(name: BlueZ.ErrorName.notPermitted, message: text)
     }
     static func doesNotExist(_ call: IncomingCall) {
-        call.fail(name: "org.bluez.Error.DoesNotExist", message: "Does Not Exist")
+        call.fail(name: BlueZ.ErrorName.doesNotExist, message: BlueZ.ErrorMessage.doesNotExist)
     }
     static func alreadyExists(_ call: IncomingCall) {
-        call.fail(name: "org.bluez.Error.AlreadyExists", message: "Already Exists")
+        call.fail(name: BlueZ.ErrorName.alreadyExists, message: BlueZ.ErrorMessage.alreadyExists)
     }
     static func authenticationFailed(_ call: IncomingCall) {
-        call.fail(name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed")
+        call.fail(name: BlueZ.ErrorName.authenticationFailed, message: BlueZ.ErrorMessage.authenticationFailed)
     }
     static func authenticationCanceled(_ call: IncomingCall) {
-        call.fail(name: "org.bluez.Error.AuthenticationCanceled", message: "Authentication Canceled")
+        call.fail(name: BlueZ.ErrorName.authenticationCanceled, message: BlueZ.ErrorMessage.authenticationCanceled)
     }
     static func notConnected(_ call: IncomingCall) {
-        call.fail(name: "org.bluez.Error.Failed", message: "Not connected")
+        call.fail(name: BlueZ.ErrorName.failed, message: BlueZ.ErrorMessage.notConnected)
     }
     static func att(_ call: IncomingCall, _ error: AttError) {
         let (name, text) = error.dbusError

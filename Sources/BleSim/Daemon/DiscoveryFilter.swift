@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 
 /// One client's `SetDiscoveryFilter`, validated as bluetoothd does: any problem is
 /// `InvalidArguments "Invalid arguments in method call"`.
@@ -12,14 +13,14 @@ struct DiscoveryFilter: Equatable {
     var pattern: String?
 
     /// The keys `GetDiscoveryFilters` lists, in bluetoothd's order.
-    static let supportedKeys = ["UUIDs", "RSSI", "Pathloss", "Transport", "DuplicateData", "Discoverable", "Pattern"]
+    static let supportedKeys = BlueZ.Adapter1.DiscoveryFilterKey.all
 
     /// Parses the `a{sv}`; nil when invalid.
     init?(_ value: DBusValue) {
         guard let map = try? BlueZShapes.propertyMap(value) else { return nil }
         for (key, raw) in map {
             switch key {
-            case "UUIDs":
+            case BlueZ.Adapter1.DiscoveryFilterKey.uuids:
                 guard let list = raw.as([String].self) else { return nil }
                 var uuids: [String] = []
                 for item in list {
@@ -27,22 +28,22 @@ struct DiscoveryFilter: Equatable {
                     uuids.append(full)
                 }
                 self.uuids = uuids
-            case "RSSI":
+            case BlueZ.Adapter1.DiscoveryFilterKey.rssi:
                 guard let number = raw.as(Int16.self) else { return nil }
                 rssi = number
-            case "Pathloss":
+            case BlueZ.Adapter1.DiscoveryFilterKey.pathloss:
                 guard let number = raw.as(UInt16.self) else { return nil }
                 pathloss = number
-            case "Transport":
+            case BlueZ.Adapter1.DiscoveryFilterKey.transport:
                 guard let text = raw.as(String.self), ["auto", "bredr", "le"].contains(text) else { return nil }
                 transport = text
-            case "DuplicateData":
+            case BlueZ.Adapter1.DiscoveryFilterKey.duplicateData:
                 guard let flag = raw.as(Bool.self) else { return nil }
                 duplicateData = flag
-            case "Discoverable":
+            case BlueZ.Adapter1.DiscoveryFilterKey.discoverable:
                 guard let flag = raw.as(Bool.self) else { return nil }
                 discoverable = flag
-            case "Pattern":
+            case BlueZ.Adapter1.DiscoveryFilterKey.pattern:
                 guard let text = raw.as(String.self) else { return nil }
                 pattern = text
             default:

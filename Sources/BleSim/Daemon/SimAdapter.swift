@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// A simulated controller: `org.bluez.Adapter1` and its managers at `/org/bluez/hciN`, with
@@ -36,7 +37,7 @@ public final class SimAdapter {
     init(spec: Simulator.AdapterSpec, simulator: Simulator) {
         name = spec.name
         address = spec.address.uppercased()
-        path = ObjectPath(built: "/org/bluez/" + spec.name)
+        path = BlueZ.Paths.adapter(named: spec.name) ?? ObjectPath(built: BlueZ.rootPath.rawValue + "/" + spec.name)
         powered = spec.powered
         systemName = spec.systemName
         self.simulator = simulator
@@ -55,24 +56,24 @@ public final class SimAdapter {
         objects.register(path, interfaces: [
             adapterInterface(),
             peripheralRole.gattManagerInterface(),
-            ExportedInterface("org.bluez.Media1", methods: [
-                ExportedMethod("RegisterEndpoint", in: [ArgumentDescription("endpoint", .objectPath),
+            ExportedInterface(BlueZ.Media1.interface, methods: [
+                ExportedMethod(BlueZ.Media1.Method.registerEndpoint, in: [ArgumentDescription("endpoint", .objectPath),
                                                         ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
-                ExportedMethod("UnregisterEndpoint", in: [ArgumentDescription("endpoint", .objectPath)]) { BlueZError.doesNotExist($0) },
-                ExportedMethod("RegisterPlayer", in: [ArgumentDescription("player", .objectPath),
+                ExportedMethod(BlueZ.Media1.Method.unregisterEndpoint, in: [ArgumentDescription("endpoint", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod(BlueZ.Media1.Method.registerPlayer, in: [ArgumentDescription("player", .objectPath),
                                                       ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
-                ExportedMethod("UnregisterPlayer", in: [ArgumentDescription("player", .objectPath)]) { BlueZError.doesNotExist($0) },
-                ExportedMethod("RegisterApplication", in: [ArgumentDescription("application", .objectPath),
+                ExportedMethod(BlueZ.Media1.Method.unregisterPlayer, in: [ArgumentDescription("player", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod(BlueZ.Media1.Method.registerApplication, in: [ArgumentDescription("application", .objectPath),
                                                            ArgumentDescription("options", .dictionary(key: .string, value: .variant))]) { BlueZError.notSupported($0) },
-                ExportedMethod("UnregisterApplication", in: [ArgumentDescription("application", .objectPath)]) { BlueZError.doesNotExist($0) },
+                ExportedMethod(BlueZ.Media1.Method.unregisterApplication, in: [ArgumentDescription("application", .objectPath)]) { BlueZError.doesNotExist($0) },
             ], properties: [
-                ExportedProperty("SupportedUUIDs", .array(.string)) {
+                ExportedProperty(BlueZ.Media1.supportedUUIDs) {
                     .array(element: .string, SimAdapter.mediaSupportedUUIDs.map { .string($0) })
                 },
             ]),
-            ExportedInterface("org.bluez.NetworkServer1", methods: [
-                ExportedMethod("Register", in: [ArgumentDescription("uuid", .string), ArgumentDescription("bridge", .string)]) { BlueZError.notSupported($0) },
-                ExportedMethod("Unregister", in: [ArgumentDescription("uuid", .string)]) { BlueZError.doesNotExist($0) },
+            ExportedInterface(BlueZ.NetworkServer1.interface, methods: [
+                ExportedMethod(BlueZ.NetworkServer1.Method.register, in: [ArgumentDescription("uuid", .string), ArgumentDescription("bridge", .string)]) { BlueZError.notSupported($0) },
+                ExportedMethod(BlueZ.NetworkServer1.Method.unregister, in: [ArgumentDescription("uuid", .string)]) { BlueZError.doesNotExist($0) },
             ]),
             peripheralRole.advertisingManagerInterface(),
         ])
@@ -81,48 +82,48 @@ public final class SimAdapter {
     private var currentAlias: String { alias ?? systemName }
 
     private func adapterInterface() -> ExportedInterface {
-        ExportedInterface("org.bluez.Adapter1", methods: [
-            ExportedMethod("StartDiscovery") { [weak self] call in self?.startDiscovery(call) },
-            ExportedMethod("SetDiscoveryFilter", in: [ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) {
+        ExportedInterface(BlueZ.Adapter1.interface, methods: [
+            ExportedMethod(BlueZ.Adapter1.Method.startDiscovery) { [weak self] call in self?.startDiscovery(call) },
+            ExportedMethod(BlueZ.Adapter1.Method.setDiscoveryFilter, in: [ArgumentDescription("properties", .dictionary(key: .string, value: .variant))]) {
                 [weak self] call in self?.setDiscoveryFilter(call)
             },
-            ExportedMethod("StopDiscovery") { [weak self] call in self?.stopDiscovery(call) },
-            ExportedMethod("RemoveDevice", in: [ArgumentDescription("device", .objectPath)]) { [weak self] call in
+            ExportedMethod(BlueZ.Adapter1.Method.stopDiscovery) { [weak self] call in self?.stopDiscovery(call) },
+            ExportedMethod(BlueZ.Adapter1.Method.removeDevice, in: [ArgumentDescription("device", .objectPath)]) { [weak self] call in
                 self?.removeDevice(call)
             },
-            ExportedMethod("GetDiscoveryFilters", out: [ArgumentDescription("filters", .array(.string))]) { call in
+            ExportedMethod(BlueZ.Adapter1.Method.getDiscoveryFilters, out: [ArgumentDescription("filters", .array(.string))]) { call in
                 call.reply([.array(element: .string, DiscoveryFilter.supportedKeys.map { .string($0) })])
             },
         ], properties: [
-            ExportedProperty("Address", .string) { [weak self] in self.map { .string($0.address) } },
-            ExportedProperty("AddressType", .string) { .string("public") },
-            ExportedProperty("Name", .string) { [weak self] in self.map { .string($0.systemName) } },
-            ExportedProperty("Alias", .string, access: .readwrite, get: { [weak self] in self.map { .string($0.currentAlias) } },
+            ExportedProperty(BlueZ.Adapter1.address) { [weak self] in self.map { .string($0.address) } },
+            ExportedProperty(BlueZ.Adapter1.addressType) { .string("public") },
+            ExportedProperty(BlueZ.Adapter1.name) { [weak self] in self.map { .string($0.systemName) } },
+            ExportedProperty(BlueZ.Adapter1.alias, access: .readwrite, get: { [weak self] in self.map { .string($0.currentAlias) } },
                              set: { [weak self] value, call in
                                  guard let self, case .string(let text) = value else { return }
                                  let before = self.currentAlias
                                  self.alias = text.isEmpty ? nil : text
                                  call.reply()
-                                 if before != self.currentAlias { self.changed(["Alias"]) }
+                                 if before != self.currentAlias { self.changed([BlueZ.Adapter1.alias.name]) }
                              }),
-            ExportedProperty("Class", .uint32) { .uint32(0) },
-            ExportedProperty("Powered", .boolean, access: .readwrite, get: { [weak self] in self.map { .boolean($0.powered) } },
+            ExportedProperty(BlueZ.Adapter1.deviceClass) { .uint32(0) },
+            ExportedProperty(BlueZ.Adapter1.powered, access: .readwrite, get: { [weak self] in self.map { .boolean($0.powered) } },
                              set: { [weak self] value, call in
                                  guard let self, case .boolean(let on) = value else { return }
                                  self.setPowered(on, call: call)
                              }),
-            boolProperty("Discoverable", get: { $0.discoverable }, set: { $0.discoverable = $1 }),
-            uint32Property("DiscoverableTimeout", get: { $0.discoverableTimeout }, set: { $0.discoverableTimeout = $1 }),
-            boolProperty("Pairable", get: { $0.pairable }, set: { $0.pairable = $1 }),
-            uint32Property("PairableTimeout", get: { $0.pairableTimeout }, set: { $0.pairableTimeout = $1 }),
-            ExportedProperty("Discovering", .boolean) { [weak self] in self.map { .boolean($0.discovering) } },
-            ExportedProperty("UUIDs", .array(.string)) { [weak self] in
+            boolProperty(BlueZ.Adapter1.discoverable, get: { $0.discoverable }, set: { $0.discoverable = $1 }),
+            uint32Property(BlueZ.Adapter1.discoverableTimeout, get: { $0.discoverableTimeout }, set: { $0.discoverableTimeout = $1 }),
+            boolProperty(BlueZ.Adapter1.pairable, get: { $0.pairable }, set: { $0.pairable = $1 }),
+            uint32Property(BlueZ.Adapter1.pairableTimeout, get: { $0.pairableTimeout }, set: { $0.pairableTimeout = $1 }),
+            ExportedProperty(BlueZ.Adapter1.discovering) { [weak self] in self.map { .boolean($0.discovering) } },
+            ExportedProperty(BlueZ.Adapter1.uuids) { [weak self] in
                 .array(element: .string, (self?.advertisedUUIDs ?? []).map { .string($0) })
             },
-            ExportedProperty("Modalias", .string) { .string("usb:v1D6Bp0246d0542") },
-            ExportedProperty("Roles", .array(.string)) { .array(element: .string, [.string("central"), .string("peripheral")]) },
+            ExportedProperty(BlueZ.Adapter1.modalias) { .string("usb:v1D6Bp0246d0542") },
+            ExportedProperty(BlueZ.Adapter1.roles) { .array(element: .string, [.string("central"), .string("peripheral")]) },
             // Declared but never sent: its "exists" callback is false without experimental features.
-            ExportedProperty("ExperimentalFeatures", .array(.string)) { nil },
+            ExportedProperty(BlueZ.Adapter1.experimentalFeatures) { nil },
         ])
     }
 
@@ -141,39 +142,39 @@ public final class SimAdapter {
         peripheralRole.applicationServiceUUIDs + Self.daemonServiceUUIDs
     }
 
-    private func boolProperty(_ name: String, get: @escaping @BleLoop @Sendable (SimAdapter) -> Bool,
+    private func boolProperty(_ key: PropertyKey<Bool>, get: @escaping @BleLoop @Sendable (SimAdapter) -> Bool,
                               set: @escaping @BleLoop @Sendable (SimAdapter, Bool) -> Void) -> ExportedProperty {
-        ExportedProperty(name, .boolean, access: .readwrite, get: { [weak self] in self.map { .boolean(get($0)) } },
+        ExportedProperty(key, access: .readwrite, get: { [weak self] in self.map { .boolean(get($0)) } },
                          set: { [weak self] value, call in
                              guard let self, case .boolean(let flag) = value else { return }
                              let before = get(self)
                              set(self, flag)
                              // Adapter1: the reply comes before the signal.
                              call.reply()
-                             if before != flag { self.changed([name]) }
+                             if before != flag { self.changed([key.name]) }
                          })
     }
 
-    private func uint32Property(_ name: String, get: @escaping @BleLoop @Sendable (SimAdapter) -> UInt32,
+    private func uint32Property(_ key: PropertyKey<UInt32>, get: @escaping @BleLoop @Sendable (SimAdapter) -> UInt32,
                                 set: @escaping @BleLoop @Sendable (SimAdapter, UInt32) -> Void) -> ExportedProperty {
-        ExportedProperty(name, .uint32, access: .readwrite, get: { [weak self] in self.map { .uint32(get($0)) } },
+        ExportedProperty(key, access: .readwrite, get: { [weak self] in self.map { .uint32(get($0)) } },
                          set: { [weak self] value, call in
                              guard let self, case .uint32(let number) = value else { return }
                              let before = get(self)
                              set(self, number)
                              call.reply()
-                             if before != number { self.changed([name]) }
+                             if before != number { self.changed([key.name]) }
                          })
     }
 
     func changed(_ names: [String], invalidated: [String] = []) {
-        objects?.emitPropertiesChanged(path: path, interface: "org.bluez.Adapter1", names: names, invalidated: invalidated)
+        objects?.emitPropertiesChanged(path: path, interface: BlueZ.Adapter1.interface, names: names, invalidated: invalidated)
     }
 
     func setPairable(_ flag: Bool) {
         guard pairable != flag else { return }
         pairable = flag
-        changed(["Pairable"])
+        changed([BlueZ.Adapter1.pairable.name])
     }
 
     // MARK: Power
@@ -187,7 +188,7 @@ public final class SimAdapter {
     private func setPowered(_ on: Bool, call: IncomingCall) {
         guard !powerChangeInFlight else {
             // bluetoothd answers a racing second Set with an empty message.
-            call.fail(name: "org.bluez.Error.Busy", message: "")
+            call.fail(name: BlueZ.ErrorName.busy, message: "")
             return
         }
         guard on != powered else {
@@ -212,10 +213,10 @@ public final class SimAdapter {
             sessions.removeAll()
             powered = false
             // bluetoothd includes Discovering even when it was already false.
-            changed(["Powered", "Discovering"])
+            changed([BlueZ.Adapter1.powered.name, BlueZ.Adapter1.discovering.name])
         } else {
             powered = true
-            changed(["Powered"])
+            changed([BlueZ.Adapter1.powered.name])
         }
     }
 
@@ -223,11 +224,11 @@ public final class SimAdapter {
 
     private func startDiscovery(_ call: IncomingCall) {
         guard powered else { return BlueZError.notReady(call) }
-        guard sessions[call.sender] == nil else { return BlueZError.inProgress(call, "Operation already in progress") }
+        guard sessions[call.sender] == nil else { return BlueZError.inProgress(call, BlueZ.ErrorMessage.operationAlreadyInProgress) }
         let wasDiscovering = discovering
         sessions[call.sender] = pendingFilters[call.sender] ?? DiscoveryFilter()
         call.reply()
-        if !wasDiscovering { changed(["Discovering"]) }
+        if !wasDiscovering { changed([BlueZ.Adapter1.discovering.name]) }
         simulator.scanStarted(on: self)
     }
 
@@ -241,14 +242,14 @@ public final class SimAdapter {
 
     private func stopDiscovery(_ call: IncomingCall) {
         guard powered else { return BlueZError.notReady(call) }
-        guard sessions.removeValue(forKey: call.sender) != nil else { return BlueZError.failed(call, "No discovery started") }
+        guard sessions.removeValue(forKey: call.sender) != nil else { return BlueZError.failed(call, BlueZ.ErrorMessage.noDiscoveryStarted) }
         call.reply()
         if sessions.isEmpty { endDiscovery() }
     }
 
     private func endDiscovery() {
         for device in devices.values.sorted(by: { $0.address < $1.address }) { device.discoveryStopped() }
-        changed(["Discovering"])
+        changed([BlueZ.Adapter1.discovering.name])
     }
 
     func clientLeft(_ client: String) {
@@ -337,7 +338,7 @@ public final class SimAdapter {
         if powered || discovering {
             sessions.removeAll()
             powered = false
-            changed(["Powered", "Discovering"])
+            changed([BlueZ.Adapter1.powered.name, BlueZ.Adapter1.discovering.name])
         }
     }
 

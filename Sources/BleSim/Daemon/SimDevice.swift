@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// `org.bluez.Device1` at `/org/bluez/hciN/dev_…`: one adapter's view of one peripheral, with
@@ -47,7 +48,7 @@ public final class SimDevice {
     init(adapter: SimAdapter, report: AdvertisingReport, now: ContinuousClock.Instant) {
         self.adapter = adapter
         address = report.address
-        path = ObjectPath(built: adapter.path.rawValue + "/" + SimAddress.pathElement(report.address))
+        path = SimDevice.path(adapter: adapter, address: report.address)
         addressType = report.addressType
         lastSeen = now
         incoming = false
@@ -62,10 +63,17 @@ public final class SimDevice {
     init(adapter: SimAdapter, incomingFrom address: String) {
         self.adapter = adapter
         self.address = address
-        path = ObjectPath(built: adapter.path.rawValue + "/" + SimAddress.pathElement(address))
+        path = SimDevice.path(adapter: adapter, address: address)
         addressType = "public"
         lastSeen = ContinuousClock.now
         incoming = true
+    }
+
+    /// Addresses were validated when the peripheral or scenario was made; should one still be
+    /// invalid, `ObjectPath(built:)` reports it instead of trapping.
+    private static func path(adapter: SimAdapter, address: String) -> ObjectPath {
+        BlueZ.Paths.device(adapter: adapter.path, address: address)
+            ?? ObjectPath(built: adapter.path.rawValue + "/" + SimAddress.pathElement(address))
     }
 
     private var simulator: Simulator { adapter.simulator }
@@ -128,63 +136,63 @@ public final class SimDevice {
     }
 
     func changed(_ names: [String], invalidated: [String] = []) {
-        objects?.emitPropertiesChanged(path: path, interface: "org.bluez.Device1", names: names, invalidated: invalidated)
+        objects?.emitPropertiesChanged(path: path, interface: BlueZ.Device1.interface, names: names, invalidated: invalidated)
     }
 
     private func deviceInterface() -> ExportedInterface {
-        ExportedInterface("org.bluez.Device1", methods: [
-            ExportedMethod("Disconnect") { [weak self] call in self?.disconnect(call) },
-            ExportedMethod("Connect") { [weak self] call in self?.connect(call) },
-            ExportedMethod("ConnectProfile", in: [ArgumentDescription("UUID", .string)]) { call in
+        ExportedInterface(BlueZ.Device1.interface, methods: [
+            ExportedMethod(BlueZ.Device1.Method.disconnect) { [weak self] call in self?.disconnect(call) },
+            ExportedMethod(BlueZ.Device1.Method.connect) { [weak self] call in self?.connect(call) },
+            ExportedMethod(BlueZ.Device1.Method.connectProfile, in: [ArgumentDescription("UUID", .string)]) { call in
                 // LE devices have no SDP records; bluetoothd reports its BR/EDR failure.
-                BlueZError.failed(call, "br-connection-sdp-search")
+                BlueZError.failed(call, BlueZ.ErrorMessage.bredrSDPSearch)
             },
-            ExportedMethod("DisconnectProfile", in: [ArgumentDescription("UUID", .string)]) { call in
+            ExportedMethod(BlueZ.Device1.Method.disconnectProfile, in: [ArgumentDescription("UUID", .string)]) { call in
                 BlueZError.notSupported(call)
             },
-            ExportedMethod("Pair") { [weak self] call in self?.pair(call) },
-            ExportedMethod("CancelPairing") { [weak self] call in self?.cancelPairing(call) },
+            ExportedMethod(BlueZ.Device1.Method.pair) { [weak self] call in self?.pair(call) },
+            ExportedMethod(BlueZ.Device1.Method.cancelPairing) { [weak self] call in self?.cancelPairing(call) },
         ], properties: [
-            ExportedProperty("Address", .string) { [weak self] in self.map { .string($0.address) } },
-            ExportedProperty("AddressType", .string) { [weak self] in self.map { .string($0.addressType) } },
-            ExportedProperty("Name", .string) { [weak self] in self?.name.map { .string($0) } },
-            ExportedProperty("Alias", .string, access: .readwrite, get: { [weak self] in self.map { .string($0.currentAlias) } },
+            ExportedProperty(BlueZ.Device1.address) { [weak self] in self.map { .string($0.address) } },
+            ExportedProperty(BlueZ.Device1.addressType) { [weak self] in self.map { .string($0.addressType) } },
+            ExportedProperty(BlueZ.Device1.name) { [weak self] in self?.name.map { .string($0) } },
+            ExportedProperty(BlueZ.Device1.alias, access: .readwrite, get: { [weak self] in self.map { .string($0.currentAlias) } },
                              set: { [weak self] value, call in
                                  guard let self, case .string(let text) = value else { return }
                                  let before = self.currentAlias
                                  self.alias = text.isEmpty ? nil : text
-                                 if before != self.currentAlias { self.changed(["Alias"]) }
+                                 if before != self.currentAlias { self.changed([BlueZ.Device1.alias.name]) }
                                  call.reply()
                              }),
-            ExportedProperty("Class", .uint32) { nil },
-            ExportedProperty("Appearance", .uint16) { nil },
-            ExportedProperty("Icon", .string) { nil },
-            ExportedProperty("Paired", .boolean) { [weak self] in self.map { .boolean($0.paired) } },
-            ExportedProperty("Bonded", .boolean) { [weak self] in self.map { .boolean($0.bonded) } },
-            flag("Trusted", get: { $0.trusted }, set: { $0.trusted = $1 }),
-            flag("Blocked", get: { $0.blocked }, set: { device, value in
+            ExportedProperty(BlueZ.Device1.deviceClass) { nil },
+            ExportedProperty(BlueZ.Device1.appearance) { nil },
+            ExportedProperty(BlueZ.Device1.icon) { nil },
+            ExportedProperty(BlueZ.Device1.paired) { [weak self] in self.map { .boolean($0.paired) } },
+            ExportedProperty(BlueZ.Device1.bonded) { [weak self] in self.map { .boolean($0.bonded) } },
+            flag(BlueZ.Device1.trusted, get: { $0.trusted }, set: { $0.trusted = $1 }),
+            flag(BlueZ.Device1.blocked, get: { $0.blocked }, set: { device, value in
                 device.blocked = value
                 if value, device.isConnectedOrConnecting { device.linkLost(reason: "blocked") }
             }),
-            ExportedProperty("LegacyPairing", .boolean) { .boolean(false) },
-            ExportedProperty("RSSI", .int16) { [weak self] in self?.rssi.map { .int16($0) } },
-            ExportedProperty("Connected", .boolean) { [weak self] in self.map { .boolean($0.connectedProperty) } },
-            ExportedProperty("UUIDs", .array(.string)) { [weak self] in
+            ExportedProperty(BlueZ.Device1.legacyPairing) { .boolean(false) },
+            ExportedProperty(BlueZ.Device1.rssi) { [weak self] in self?.rssi.map { .int16($0) } },
+            ExportedProperty(BlueZ.Device1.connected) { [weak self] in self.map { .boolean($0.connectedProperty) } },
+            ExportedProperty(BlueZ.Device1.uuids) { [weak self] in
                 .array(element: .string, (self?.uuids ?? []).map { .string($0) })
             },
-            ExportedProperty("Modalias", .string) { [weak self] in self?.modalias.map { .string($0) } },
-            ExportedProperty("Adapter", .objectPath) { [weak self] in self.map { .objectPath($0.adapter.path) } },
-            ExportedProperty("ManufacturerData", .dictionary(key: .uint16, value: .variant)) { [weak self] in
+            ExportedProperty(BlueZ.Device1.modalias) { [weak self] in self?.modalias.map { .string($0) } },
+            ExportedProperty(BlueZ.Device1.adapter) { [weak self] in self.map { .objectPath($0.adapter.path) } },
+            ExportedProperty(BlueZ.Device1.manufacturerData) { [weak self] in
                 guard let self, !self.manufacturerData.isEmpty else { return nil }
                 return BlueZShapes.manufacturerDataValue(self.manufacturerData)
             },
-            ExportedProperty("ServiceData", .dictionary(key: .string, value: .variant)) { [weak self] in
+            ExportedProperty(BlueZ.Device1.serviceData) { [weak self] in
                 guard let self, !self.serviceData.isEmpty else { return nil }
                 return BlueZShapes.serviceDataValue(self.serviceData)
             },
-            ExportedProperty("TxPower", .int16) { [weak self] in self?.txPower.map { .int16($0) } },
-            ExportedProperty("ServicesResolved", .boolean) { [weak self] in self.map { .boolean($0.servicesResolved) } },
-            ExportedProperty("WakeAllowed", .boolean, access: .readwrite, get: { nil }, set: { _, call in
+            ExportedProperty(BlueZ.Device1.txPower) { [weak self] in self?.txPower.map { .int16($0) } },
+            ExportedProperty(BlueZ.Device1.servicesResolved) { [weak self] in self.map { .boolean($0.servicesResolved) } },
+            ExportedProperty(BlueZ.Device1.wakeAllowed, access: .readwrite, get: { nil }, set: { _, call in
                 BlueZError.notSupported(call)
             }),
         ])
@@ -198,7 +206,7 @@ public final class SimDevice {
         guard incomingConnected != up else { return }
         incomingConnected = up
         lastSeen = ContinuousClock.now
-        changed(["Connected"])
+        changed([BlueZ.Device1.connected.name])
     }
 
     private var connectedProperty: Bool {
@@ -209,15 +217,15 @@ public final class SimDevice {
         }
     }
 
-    private func flag(_ name: String, get: @escaping @BleLoop @Sendable (SimDevice) -> Bool,
+    private func flag(_ key: PropertyKey<Bool>, get: @escaping @BleLoop @Sendable (SimDevice) -> Bool,
                       set: @escaping @BleLoop @Sendable (SimDevice, Bool) -> Void) -> ExportedProperty {
-        ExportedProperty(name, .boolean, access: .readwrite, get: { [weak self] in self.map { .boolean(get($0)) } },
+        ExportedProperty(key, access: .readwrite, get: { [weak self] in self.map { .boolean(get($0)) } },
                          set: { [weak self] value, call in
                              guard let self, case .boolean(let on) = value else { return }
                              let before = get(self)
                              set(self, on)
                              // Device1: the signal comes before the reply (the opposite of Adapter1).
-                             if before != on { self.changed([name]) }
+                             if before != on { self.changed([key.name]) }
                              call.reply()
                          })
     }
@@ -230,27 +238,27 @@ public final class SimDevice {
         var names: [String] = []
         if report.name != nil, name == nil {
             name = report.name
-            names.append(contentsOf: ["Name", "Alias"])
+            names.append(contentsOf: [BlueZ.Device1.name.name, BlueZ.Device1.alias.name])
         }
         if rssi == nil || abs(Int(report.rssi) - Int(rssi ?? 0)) >= Int(rssiThreshold) {
             rssi = report.rssi
-            names.append("RSSI")
+            names.append(BlueZ.Device1.rssi.name)
         }
         if report.txPower != txPower {
             txPower = report.txPower
-            names.append("TxPower")
+            names.append(BlueZ.Device1.txPower.name)
         }
         if duplicateData || report.manufacturerData != manufacturerData {
-            if !report.manufacturerData.isEmpty || !manufacturerData.isEmpty { names.append("ManufacturerData") }
+            if !report.manufacturerData.isEmpty || !manufacturerData.isEmpty { names.append(BlueZ.Device1.manufacturerData.name) }
             manufacturerData = report.manufacturerData
         }
         if duplicateData || report.serviceData != serviceData {
-            if !report.serviceData.isEmpty || !serviceData.isEmpty { names.append("ServiceData") }
+            if !report.serviceData.isEmpty || !serviceData.isEmpty { names.append(BlueZ.Device1.serviceData.name) }
             serviceData = report.serviceData
         }
         if report.serviceUUIDs != advertisedUUIDs {
             advertisedUUIDs = report.serviceUUIDs
-            names.append("UUIDs")
+            names.append(BlueZ.Device1.uuids.name)
         }
         if !names.isEmpty { changed(names) }
     }
@@ -258,7 +266,7 @@ public final class SimDevice {
     func discoveryStopped() {
         guard rssi != nil else { return }
         rssi = nil
-        changed([], invalidated: ["RSSI"])
+        changed([], invalidated: [BlueZ.Device1.rssi.name])
     }
 
     func clientLeft(_ client: String) {
@@ -296,11 +304,11 @@ public final class SimDevice {
                     // The link came up for a moment before the controller aborted it: the
                     // error reply comes between Connected=true and Connected=false.
                     self.briefLink = true
-                    self.changed(["Connected"])
-                    BlueZError.failed(call, "le-connection-abort-by-local")
+                    self.changed([BlueZ.Device1.connected.name])
+                    BlueZError.failed(call, BlueZ.ErrorMessage.leConnectionAbortByLocal)
                     self.briefLink = false
                     self.state = .disconnected
-                    self.changed(["Connected"])
+                    self.changed([BlueZ.Device1.connected.name])
                 }
                 return
             }
@@ -328,7 +336,7 @@ public final class SimDevice {
         simulator.clock.after(simulator.timing.scaled(milliseconds: simulator.timing.connectTimeoutMilliseconds)) { [weak self] in
             guard let self, case .connecting(_, attempt) = self.state else { return }
             self.state = .disconnected
-            BlueZError.failed(call, "le-connection-abort-by-local")
+            BlueZError.failed(call, BlueZ.ErrorMessage.leConnectionAbortByLocal)
         }
     }
 
@@ -338,7 +346,7 @@ public final class SimDevice {
         let link = SimLink(adapter: adapter, device: self, server: peripheral.server)
         state = .connected(link)
         connectedBefore = true
-        if !simulator.faults.missesConnectedAnnouncement(address: address) { changed(["Connected"]) }
+        if !simulator.faults.missesConnectedAnnouncement(address: address) { changed([BlueZ.Device1.connected.name]) }
         call?.reply()
         peripheral.server.linkUp(link)
         resolveServices(link: link, afterResolve: afterResolve)
@@ -375,11 +383,11 @@ public final class SimDevice {
                 if announceBeforeObjects {
                     // Pair on a fresh device: bluetoothd announces ServicesResolved before the
                     // objects exist (seen in the observed log).
-                    self.changed(["Bonded", "Paired", "UUIDs", "ServicesResolved"])
+                    self.changed([BlueZ.Device1.bonded.name, BlueZ.Device1.paired.name, BlueZ.Device1.uuids.name, BlueZ.Device1.servicesResolved.name])
                     tree.export()
                 } else if let delay = self.simulator.faults.servicesResolvedEarly(address: self.address) {
                     // bluez #1489: ServicesResolved=true while the objects are not exported yet.
-                    self.changed(["UUIDs", "ServicesResolved"])
+                    self.changed([BlueZ.Device1.uuids.name, BlueZ.Device1.servicesResolved.name])
                     self.simulator.clock.after(.milliseconds(delay)) { [weak self] in
                         guard let self, self.gatt === tree else { return }
                         tree.export()
@@ -388,7 +396,7 @@ public final class SimDevice {
                     return
                 } else {
                     tree.export()
-                    self.changed(["UUIDs", "ServicesResolved"])
+                    self.changed([BlueZ.Device1.uuids.name, BlueZ.Device1.servicesResolved.name])
                 }
             } else {
                 // Cached objects: sessions re-arm (and a session started while disconnected
@@ -396,21 +404,21 @@ public final class SimDevice {
                 self.gatt?.linkUp(link)
                 self.servicesResolved = true
                 if announceBeforeObjects {
-                    self.changed(["Bonded", "Paired", "ServicesResolved"])
+                    self.changed([BlueZ.Device1.bonded.name, BlueZ.Device1.paired.name, BlueZ.Device1.servicesResolved.name])
                 } else {
-                    self.changed(["ServicesResolved"])
+                    self.changed([BlueZ.Device1.servicesResolved.name])
                 }
             }
             if !cached { self.gatt?.linkUp(link) }
             if let gapName = link.server.gapName, gapName != self.name {
                 self.name = gapName
-                self.changed(["Name", "Alias"])
+                self.changed([BlueZ.Device1.name.name, BlueZ.Device1.alias.name])
             }
             // bluetoothd reads the Device Information PnP ID after the GAP name and sets
             // Modalias from it (observed: `{Modalias}` last after Connect).
             if let modalias = Self.modalias(from: layout), modalias != self.modalias {
                 self.modalias = modalias
-                self.changed(["Modalias"])
+                self.changed([BlueZ.Device1.modalias.name])
             }
             afterResolve?()
         }
@@ -424,7 +432,7 @@ public final class SimDevice {
             call.reply()
         case .connecting(let pending, _):
             state = .disconnected
-            if let pending { BlueZError.failed(pending, "br-connection-canceled") }
+            if let pending { BlueZError.failed(pending, BlueZ.ErrorMessage.bredrConnectionCanceled) }
             failPairing()
             call.reply()
         case .disconnecting:
@@ -441,7 +449,7 @@ public final class SimDevice {
     private func startDisconnect(_ link: SimLink, completion: @escaping @BleLoop () -> Void) {
         state = .disconnecting(link)
         servicesResolved = false
-        changed(["ServicesResolved"])
+        changed([BlueZ.Device1.servicesResolved.name])
         simulator.clock.after(simulator.timing.scaled(milliseconds: simulator.timing.disconnectMilliseconds)) {
             completion()
         }
@@ -453,7 +461,7 @@ public final class SimDevice {
             startDisconnect(link, completion: completion)
         case .connecting(let pending, _):
             state = .disconnected
-            if let pending { BlueZError.failed(pending, "br-connection-canceled") }
+            if let pending { BlueZError.failed(pending, BlueZ.ErrorMessage.bredrConnectionCanceled) }
             completion()
         default:
             completion()
@@ -470,7 +478,7 @@ public final class SimDevice {
         state = .disconnected
         link?.markDown()
         gatt?.linkDown()
-        changed(["Connected"])
+        changed([BlueZ.Device1.connected.name])
         lastSeen = ContinuousClock.now
     }
 
@@ -484,7 +492,7 @@ public final class SimDevice {
         gatt.removeServices(handles: handles)
         let remaining = Set(gatt.serviceUUIDs)
         advertisedUUIDs.removeAll { removed.contains($0) && !remaining.contains($0) }
-        changed(["UUIDs"])
+        changed([BlueZ.Device1.uuids.name])
     }
 
     /// The link dropped without anyone asking (range, peripheral reset, fault).
@@ -495,12 +503,12 @@ public final class SimDevice {
             servicesResolved = false
             link.markDown()
             gatt?.linkDown()
-            changed(["ServicesResolved", "Connected"])
+            changed([BlueZ.Device1.servicesResolved.name, BlueZ.Device1.connected.name])
             failPairing()
             lastSeen = ContinuousClock.now
         case .connecting(let pending, _):
             state = .disconnected
-            if let pending { BlueZError.failed(pending, "le-connection-abort-by-remote") }
+            if let pending { BlueZError.failed(pending, BlueZ.ErrorMessage.leConnectionAbortByRemote) }
         case .disconnected:
             break
         }
@@ -546,7 +554,7 @@ public final class SimDevice {
             guard let self, case .connecting(nil, attempt) = self.state, self.pairing === call else { return }
             let link = SimLink(adapter: self.adapter, device: self, server: peripheral.server)
             self.state = .connected(link)
-            self.changed(["Connected"])
+            self.changed([BlueZ.Device1.connected.name])
             peripheral.server.linkUp(link)
             guard self.simulator.agents.hasAgents else {
                 // Without an agent even Just Works fails ("No agent available for request").
@@ -583,7 +591,7 @@ public final class SimDevice {
             self.pairing = nil
             self.paired = true
             self.bonded = true
-            self.changed(["Bonded", "Paired"])
+            self.changed([BlueZ.Device1.bonded.name, BlueZ.Device1.paired.name])
             call.reply()
         }
     }
@@ -605,6 +613,6 @@ public final class SimDevice {
     public func markBonded() {
         paired = true
         bonded = true
-        changed(["Bonded", "Paired"])
+        changed([BlueZ.Device1.bonded.name, BlueZ.Device1.paired.name])
     }
 }

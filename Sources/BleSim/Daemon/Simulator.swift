@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// A virtual BlueZ: claims `org.bluez` on a bus and behaves like bluetoothd 5.66 towards its
@@ -98,7 +99,7 @@ public final class Simulator {
             switch self {
             case .bus(let error): return "BleSim cannot use the bus: \(error)"
             case .nameTaken:
-                return "org.bluez is already owned on this bus (a real bluetoothd or another BleSim); use a private bus."
+                return "\(BlueZ.busName) is already owned on this bus (a real bluetoothd or another BleSim); use a private bus."
             }
         }
     }
@@ -152,9 +153,9 @@ public final class Simulator {
         connection.objects.addObjectManager(at: .root)
         do {
             // DO_NOT_QUEUE: fail instead of waiting behind a real bluetoothd.
-            let reply = try await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                  interface: "org.freedesktop.DBus", member: "RequestName",
-                                                  arguments: [.string("org.bluez"), .uint32(4)])
+            let reply = try await connection.call(destination: FreedesktopDBus.busName, path: FreedesktopDBus.path,
+                                                  interface: FreedesktopDBus.interface, member: FreedesktopDBus.Method.requestName,
+                                                  arguments: [.string(BlueZ.busName), .uint32(4)])
             guard reply.first == .uint32(1) else {
                 connection.close()
                 throw StartError.nameTaken
@@ -169,8 +170,8 @@ public final class Simulator {
         isRunning = true
         connection.objects.callObserver = { [weak self] message in self?.record(message) }
         connection.objects.callFilter = { [weak self] call in self?.filter(call) ?? false }
-        clientWatch = try? connection.signals.subscribe(SignalMatch(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
-                                                                     member: "NameOwnerChanged")) { [weak self] message in
+        clientWatch = try? connection.signals.subscribe(SignalMatch(sender: FreedesktopDBus.busName, interface: FreedesktopDBus.interface,
+                                                                     member: FreedesktopDBus.Method.nameOwnerChanged)) { [weak self] message in
             guard message.body.count == 3, case .string(let name) = message.body[0],
                   case .string(let newOwner) = message.body[2], name.hasPrefix(":"), newOwner.isEmpty else { return }
             self?.clientLeft(name)
@@ -192,9 +193,9 @@ public final class Simulator {
             // plugins' Media1 and HealthManager1, /org/bluez's managers, and per adapter its
             // GATT objects, devices and interfaces.
             for adapter in adapters { adapter.powerDownForShutdown() }
-            for adapter in adapters { connection.objects.unregister(adapter.path, interfaces: ["org.bluez.Media1"]) }
-            connection.objects.unregister("/org/bluez", interfaces: ["org.bluez.HealthManager1"])
-            connection.objects.unregister("/org/bluez")
+            for adapter in adapters { connection.objects.unregister(adapter.path, interfaces: [BlueZ.Media1.interface]) }
+            connection.objects.unregister(BlueZ.rootPath, interfaces: [BlueZ.HealthManager1.interface])
+            connection.objects.unregister(BlueZ.rootPath)
             for adapter in adapters { adapter.shutDown() }
         }
         isRunning = false
@@ -299,9 +300,9 @@ public final class Simulator {
 
     /// Faults that answer a call before the objects see it.
     private func filter(_ call: IncomingCall) -> Bool {
-        if call.message.interface != "org.freedesktop.DBus.Introspectable", faults.isDenied(call.sender) {
-            call.fail(name: "org.freedesktop.DBus.Error.AccessDenied",
-                      message: "Rejected send message, 1 matched rules; type=\"method_call\", sender=\"\(call.sender)\" interface=\"\(call.message.interface ?? "(unset)")\" member=\"\(call.member)\" error name=\"(unset)\" requested_reply=\"0\" destination=\"org.bluez\"")
+        if call.message.interface != FreedesktopDBus.Introspectable.interface, faults.isDenied(call.sender) {
+            call.fail(name: FreedesktopDBus.ErrorName.accessDenied,
+                      message: "Rejected send message, 1 matched rules; type=\"method_call\", sender=\"\(call.sender)\" interface=\"\(call.message.interface ?? "(unset)")\" member=\"\(call.member)\" error name=\"(unset)\" requested_reply=\"0\" destination=\"\(BlueZ.busName)\"")
             return true
         }
         if faults.shouldSwallow(member: call.member) {
@@ -330,23 +331,23 @@ public final class Simulator {
 
     private func registerRootObjects() {
         guard let connection else { return }
-        connection.objects.register("/org/bluez", interfaces: [
+        connection.objects.register(BlueZ.rootPath, interfaces: [
             agents.interface(simulator: self),
-            ExportedInterface("org.bluez.ProfileManager1", methods: [
-                ExportedMethod("RegisterProfile", in: [ArgumentDescription("profile", .objectPath), ArgumentDescription("UUID", .string),
+            ExportedInterface(BlueZ.ProfileManager1.interface, methods: [
+                ExportedMethod(BlueZ.ProfileManager1.Method.registerProfile, in: [ArgumentDescription("profile", .objectPath), ArgumentDescription("UUID", .string),
                                                        ArgumentDescription("options", .dictionary(key: .string, value: .variant))]) { call in
                     BlueZError.notSupported(call)
                 },
-                ExportedMethod("UnregisterProfile", in: [ArgumentDescription("profile", .objectPath)]) { call in
+                ExportedMethod(BlueZ.ProfileManager1.Method.unregisterProfile, in: [ArgumentDescription("profile", .objectPath)]) { call in
                     BlueZError.doesNotExist(call)
                 },
             ]),
-            ExportedInterface("org.bluez.HealthManager1", methods: [
-                ExportedMethod("CreateApplication", in: [ArgumentDescription("config", .dictionary(key: .string, value: .variant))],
+            ExportedInterface(BlueZ.HealthManager1.interface, methods: [
+                ExportedMethod(BlueZ.HealthManager1.Method.createApplication, in: [ArgumentDescription("config", .dictionary(key: .string, value: .variant))],
                                out: [ArgumentDescription("application", .objectPath)]) { call in
                     BlueZError.notSupported(call)
                 },
-                ExportedMethod("DestroyApplication", in: [ArgumentDescription("application", .objectPath)]) { call in
+                ExportedMethod(BlueZ.HealthManager1.Method.destroyApplication, in: [ArgumentDescription("application", .objectPath)]) { call in
                     BlueZError.doesNotExist(call)
                 },
             ]),

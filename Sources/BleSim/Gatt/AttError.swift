@@ -1,3 +1,4 @@
+import BlueZVocabulary
 /// An ATT protocol error a peripheral answers with, and how bluetoothd reports it on D-Bus
 /// (`create_gatt_dbus_error` in 5.66).
 public enum AttError: Error, Sendable, Equatable {
@@ -53,20 +54,16 @@ public enum AttError: Error, Sendable, Equatable {
     /// The D-Bus error name and message a BlueZ client receives.
     var dbusError: (name: String, message: String) {
         switch self {
-        case .readNotPermitted: return ("org.bluez.Error.NotPermitted", "Read not permitted")
-        case .writeNotPermitted: return ("org.bluez.Error.NotPermitted", "Write not permitted")
-        case .insufficientAuthentication, .insufficientEncryption: return ("org.bluez.Error.NotPermitted", "Not paired")
-        case .invalidOffset: return ("org.bluez.Error.InvalidArguments", "Invalid offset")
-        case .invalidAttributeValueLength: return ("org.bluez.Error.InvalidArguments", "Invalid Length")
-        case .insufficientAuthorization: return ("org.bluez.Error.NotAuthorized", "Operation Not Authorized")
-        case .requestNotSupported: return ("org.bluez.Error.NotSupported", "Operation is not supported")
+        case .readNotPermitted: return (BlueZ.ErrorName.notPermitted, BlueZ.ErrorMessage.readNotPermitted)
+        case .writeNotPermitted: return (BlueZ.ErrorName.notPermitted, BlueZ.ErrorMessage.writeNotPermitted)
+        case .insufficientAuthentication, .insufficientEncryption: return (BlueZ.ErrorName.notPermitted, BlueZ.ErrorMessage.notPaired)
+        case .invalidOffset: return (BlueZ.ErrorName.invalidArguments, BlueZ.ErrorMessage.invalidOffset)
+        case .invalidAttributeValueLength: return (BlueZ.ErrorName.invalidArguments, BlueZ.ErrorMessage.invalidLength)
+        case .insufficientAuthorization: return (BlueZ.ErrorName.notAuthorized, BlueZ.ErrorMessage.notAuthorized)
+        case .requestNotSupported: return (BlueZ.ErrorName.notSupported, BlueZ.ErrorMessage.notSupported)
         case .other(let code):
-            return ("org.bluez.Error.Failed", "Operation failed with ATT error: 0x" + hex(code))
+            return (BlueZ.ErrorName.failed, BlueZ.ErrorMessage.attError(code))
         }
     }
 
-    private func hex(_ code: UInt8) -> String {
-        let digits = String(code, radix: 16)
-        return digits.count == 1 ? "0" + digits : digits
-    }
 }

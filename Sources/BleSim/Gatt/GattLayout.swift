@@ -1,3 +1,4 @@
+import BlueZVocabulary
 import Foundation
 /// A GATT database with ATT handles assigned the way a typical peripheral lays it out: GAP at
 /// 0x0001 (never exported by bluetoothd), the GATT service at 0x0008, then the peripheral's own
@@ -35,12 +36,12 @@ public struct GattLayout: Sendable, Equatable {
 
         /// The server lets a client read it: bluetoothd grants read permission for `read` and
         /// its security variants (`encrypt-read`, `secure-read`, …).
-        public var isReadable: Bool { has("read") || flags.contains { $0.hasSuffix("-read") } }
+        public var isReadable: Bool { has(BlueZ.GattFlag.read) || flags.contains { $0.hasSuffix("-read") } }
 
         /// The server lets a client write it, by request or command alike: bluetoothd grants one
         /// write permission for every write flag, whatever the operation.
         public var isWritable: Bool {
-            has("write") || has("write-without-response") || has("reliable-write") || flags.contains { $0.hasSuffix("-write") }
+            has(BlueZ.GattFlag.write) || has(BlueZ.GattFlag.writeWithoutResponse) || has(BlueZ.GattFlag.reliableWrite) || flags.contains { $0.hasSuffix("-write") }
         }
     }
 
@@ -75,7 +76,7 @@ public struct GattLayout: Sendable, Equatable {
         case bluetoothdServer
 
         var services: [ServiceSpec] {
-            let serviceChanged = CharacteristicSpec(uuid: GattLayout.serviceChangedUUID, flags: ["indicate"])
+            let serviceChanged = CharacteristicSpec(uuid: GattLayout.serviceChangedUUID, flags: [BlueZ.GattFlag.indicate])
             switch self {
             case .minimal:
                 return [ServiceSpec(uuid: GattLayout.gattServiceUUID, characteristics: [serviceChanged])]
@@ -83,13 +84,13 @@ public struct GattLayout: Sendable, Equatable {
                 return [
                     ServiceSpec(uuid: GattLayout.gattServiceUUID, characteristics: [
                         serviceChanged,
-                        CharacteristicSpec(uuid: "2b29", flags: ["read", "write"], value: Data([0x00])),
-                        CharacteristicSpec(uuid: "2b2a", flags: ["read"], value: Data(repeating: 0, count: 16)),
-                        CharacteristicSpec(uuid: "2b3a", flags: ["read"], value: Data([0x01])),
+                        CharacteristicSpec(uuid: "2b29", flags: [BlueZ.GattFlag.read, BlueZ.GattFlag.write], value: Data([0x00])),
+                        CharacteristicSpec(uuid: "2b2a", flags: [BlueZ.GattFlag.read], value: Data(repeating: 0, count: 16)),
+                        CharacteristicSpec(uuid: "2b3a", flags: [BlueZ.GattFlag.read], value: Data([0x01])),
                     ]),
                     // bluetoothd's default DeviceID: USB, Linux Foundation (0x1d6b), BlueZ, 5.66.
                     ServiceSpec(uuid: "180a", characteristics: [
-                        CharacteristicSpec(uuid: "2a50", flags: ["read"], value: Data([0x02, 0x6b, 0x1d, 0x46, 0x02, 0x42, 0x05])),
+                        CharacteristicSpec(uuid: "2a50", flags: [BlueZ.GattFlag.read], value: Data([0x02, 0x6b, 0x1d, 0x46, 0x02, 0x42, 0x05])),
                     ]),
                 ]
             }
@@ -128,10 +129,10 @@ public struct GattLayout: Sendable, Equatable {
                     handle: take(), valueHandle: take(),
                     uuid: SimUUID.full(characteristicSpec.uuid) ?? characteristicSpec.uuid.lowercased(),
                     flags: characteristicSpec.flags, initialValue: Array(characteristicSpec.value), descriptors: [])
-                let wantsCCCD = characteristicSpec.flags.contains("notify") || characteristicSpec.flags.contains("indicate")
+                let wantsCCCD = characteristicSpec.flags.contains(BlueZ.GattFlag.notify) || characteristicSpec.flags.contains(BlueZ.GattFlag.indicate)
                 var descriptorSpecs = characteristicSpec.descriptors
                 if wantsCCCD, !descriptorSpecs.contains(where: { SimUUID.full($0.uuid) == GattLayout.cccdUUID }) {
-                    descriptorSpecs.insert(DescriptorSpec(uuid: GattLayout.cccdUUID, flags: ["read", "write"], value: .init([0, 0])), at: 0)
+                    descriptorSpecs.insert(DescriptorSpec(uuid: GattLayout.cccdUUID, flags: [BlueZ.GattFlag.read, BlueZ.GattFlag.write], value: .init([0, 0])), at: 0)
                 }
                 for descriptorSpec in descriptorSpecs {
                     characteristic.descriptors.append(Descriptor(

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// A virtual BLE peripheral: what it advertises, its GATT database and how it behaves.
@@ -204,14 +205,7 @@ public struct CharacteristicSpec: Sendable, Codable, Equatable {
     public var descriptors: [DescriptorSpec]
 
     /// The flag names bluetoothd 5.66 knows.
-    public static let knownFlags: Set<String> = [
-        "broadcast", "read", "write-without-response", "write", "notify", "indicate",
-        "authenticated-signed-writes", "extended-properties", "reliable-write", "writable-auxiliaries",
-        "encrypt-read", "encrypt-write", "encrypt-notify", "encrypt-indicate",
-        "encrypt-authenticated-read", "encrypt-authenticated-write", "encrypt-authenticated-notify",
-        "encrypt-authenticated-indicate", "secure-read", "secure-write", "secure-notify", "secure-indicate",
-        "authorize",
-    ]
+    public static let knownFlags: Set<String> = Set(BlueZ.GattFlag.all)
 
     /// A characteristic.
     public init(uuid: String, flags: [String], value: Data = Data(), descriptors: [DescriptorSpec] = []) {
@@ -227,7 +221,7 @@ public struct CharacteristicSpec: Sendable, Codable, Equatable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
-        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? ["read"]
+        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? [BlueZ.GattFlag.read]
         if let unknown = flags.first(where: { !CharacteristicSpec.knownFlags.contains($0) }) {
             throw DecodingError.dataCorruptedError(forKey: .flags, in: container,
                                                    debugDescription: "unknown characteristic flag '\(unknown)'")
@@ -260,7 +254,7 @@ public struct DescriptorSpec: Sendable, Codable, Equatable {
     public var value: Data
 
     /// A descriptor.
-    public init(uuid: String, flags: [String] = ["read"], value: Data = Data()) {
+    public init(uuid: String, flags: [String] = [BlueZ.GattFlag.read], value: Data = Data()) {
         self.uuid = uuid
         self.flags = flags
         self.value = value
@@ -272,7 +266,7 @@ public struct DescriptorSpec: Sendable, Codable, Equatable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
-        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? ["read"]
+        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? [BlueZ.GattFlag.read]
         value = try container.decodeIfPresent(HexData.self, forKey: .value)?.data ?? Data()
     }
 

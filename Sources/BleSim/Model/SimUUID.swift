@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// Bluetooth UUID text handling as bluetoothd does it: 16- and 32-bit forms expand onto the
@@ -37,13 +38,12 @@ public enum SimUUID {
 public enum SimAddress {
     /// `AA:BB:CC:DD:EE:FF`, any case.
     public static func isValid(_ text: String) -> Bool {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && UInt8($0, radix: 16) != nil }
+        BlueZ.Paths.isAddress(text)
     }
 
     /// `dev_AA_BB_CC_DD_EE_FF`, bluetoothd's object path element.
     public static func pathElement(_ address: String) -> String {
-        "dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_")
+        BlueZ.Paths.deviceElement(address: address) ?? "dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_")
     }
 }
 
