@@ -31,6 +31,12 @@ public struct PropertyKey<Value: Sendable>: Sendable {
         return decoder(inner)
     }
 
+    /// True when `properties` mentions it (a change or an invalidation to react to), whatever
+    /// its value.
+    public func isPresent(in properties: PropertyMap) -> Bool {
+        properties[name] != nil
+    }
+
     /// The property's value in `properties`, or nil when absent or of another type.
     public func read(from properties: PropertyMap) -> Value? {
         properties[name].flatMap { decoder($0) }

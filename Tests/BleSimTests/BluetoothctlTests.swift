@@ -77,8 +77,11 @@ struct BluetoothctlTests {
         try await session.run("list", expecting: "Controller 00:AA:01:00:00:00 BleSim [default]")
         try await session.expect("Controller 00:AA:01:00:00:01 BleSim")
         let before = session.cursor
-        try await session.run("show", expecting: "Roles: peripheral")
+        // The advertising features come last: waiting for an earlier line could read the
+        // output before bluetoothctl printed them.
+        try await session.run("show", expecting: "SupportedInstances: 0x05 (5)")
         let show = session.output(since: before)
+        #expect(show.contains("Roles: peripheral"))
         #expect(show.contains("Controller 00:AA:01:00:00:00 (public)"))
         #expect(show.contains("Powered: yes"))
         #expect(show.contains("Discovering: no"))

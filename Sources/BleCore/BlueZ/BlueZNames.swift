@@ -15,13 +15,3 @@ extension BlueZ {
     static var properties: String { FreedesktopDBus.Properties.interface }
     static var objectManager: String { FreedesktopDBus.ObjectManager.interface }
 }
-
-extension PropertyMap {
-    func string(_ key: String) -> String? { self[key]?.as(String.self) }
-    func bool(_ key: String) -> Bool? { self[key]?.as(Bool.self) }
-    func strings(_ key: String) -> [String]? { self[key]?.as([String].self) }
-    func path(_ key: String) -> ObjectPath? { self[key]?.as(ObjectPath.self) }
-    func bytes(_ key: String) -> [UInt8]? { self[key]?.as(Data.self).map { Array($0) } }
-}
-
-import Foundation

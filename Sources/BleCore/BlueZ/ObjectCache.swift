@@ -126,7 +126,7 @@ final class ObjectCache {
                   var changed = try? BlueZShapes.propertyMap(message.body[1]),
                   let invalidated = message.body[2].as([String].self) else { return }
             guard objects[path]?[interface] != nil else { return }
-            if interface == BlueZ.gattCharacteristic, changed.count == 1, invalidated.isEmpty, changed["Value"] != nil {
+            if interface == BlueZ.gattCharacteristic, changed.count == 1, invalidated.isEmpty, BlueZ.GattCharacteristic1.value.isPresent(in: changed) {
                 // A notification, the commonest signal by far: routed with its bytes, not stored.
                 // The Characteristic keeps what it delivered; the cache's Value (BlueZ's value at
                 // load) only seeds a Characteristic made later, and storing every notification
@@ -134,14 +134,14 @@ final class ObjectCache {
                 onEvent?(.changed(path, interface: interface, changed: changed, invalidated: invalidated))
                 return
             }
-            if interface == BlueZ.device, changed["ServicesResolved"] == .boolean(true),
-               changed["Connected"] == nil, objects[path]?[interface]?["Connected"] != .boolean(true) {
+            if interface == BlueZ.device, changed[BlueZ.Device1.servicesResolved] == true,
+               !BlueZ.Device1.connected.isPresent(in: changed), objects[path]?[interface]?[BlueZ.Device1.connected] != true {
                 // bluetoothd 5.66 can miss Connected=true: when the ATT socket connects before the
                 // kernel's Device Connected event is read (seen under load in a VM), the second
                 // add finds the device "already connected" and never announces it. Services are
                 // only resolved over a live link, so the link is up.
                 BleLog.warning("\(path): ServicesResolved=true without Connected=true (bluetoothd missed it); treating the link as up")
-                changed["Connected"] = .boolean(true)
+                changed[BlueZ.Device1.connected.name] = BlueZ.Device1.connected.encode(true)
             }
             for (key, value) in changed { objects[path]?[interface]?[key] = value }
             for key in invalidated { objects[path]?[interface]?.removeValue(forKey: key) }

@@ -32,14 +32,14 @@ extension CentralManager {
                 for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
                 chooseAdapter()
             }
-            if interfaces.contains(BlueZ.device), let address = last[BlueZ.device]?.string("Address") {
+            if interfaces.contains(BlueZ.device), let address = last[BlueZ.device]?[BlueZ.Device1.address] {
                 peripheralsByAddress[address]?.deviceRemoved()
             }
         case .changed(let path, let interface, let changed, _):
             switch interface {
             case BlueZ.adapter where path == adapterPath:
-                if changed["Powered"] != nil || changed["PowerState"] != nil { updateStateFromAdapter() }
-                if changed["Discovering"] == .boolean(false), discoveryActive, scan != nil, currentState == .poweredOn {
+                if BlueZ.Adapter1.powered.isPresent(in: changed) || BlueZ.Adapter1.powerState.isPresent(in: changed) { updateStateFromAdapter() }
+                if changed[BlueZ.Adapter1.discovering] == false, discoveryActive, scan != nil, currentState == .poweredOn {
                     // Another client or a power cycle ended discovery; our request still stands.
                     discoveryActive = false
                     beginDiscovery()
@@ -57,7 +57,10 @@ extension CentralManager {
         }
     }
 
-    static let advertisingKeys = ["RSSI", "ManufacturerData", "ServiceData", "Name", "Alias", "UUIDs", "TxPower"]
+    /// Device properties an advertisement changes: a change to any means the device was heard.
+    static let advertisingKeys = [BlueZ.Device1.rssi.name, BlueZ.Device1.manufacturerData.name, BlueZ.Device1.serviceData.name,
+                                  BlueZ.Device1.name.name, BlueZ.Device1.alias.name, BlueZ.Device1.uuids.name,
+                                  BlueZ.Device1.txPower.name]
 
     @BleLoop func chooseAdapter() {
         guard let cache, cache.isLoaded else { return }
@@ -66,10 +69,10 @@ extension CentralManager {
         let wanted = options.adapter?.uppercased()
         if let wanted {
             adapterPath = adapters.first {
-                $0.lastElement.uppercased() == wanted || cache.properties($0, BlueZ.adapter)?.string("Address")?.uppercased() == wanted
+                $0.lastElement.uppercased() == wanted || cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address]?.uppercased() == wanted
             }
         } else {
-            adapterPath = adapters.first { cache.properties($0, BlueZ.adapter)?.bool("Powered") == true } ?? adapters.first
+            adapterPath = adapters.first { cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.powered] == true } ?? adapters.first
         }
         if let adapterPath { BleLog.info("using adapter \(adapterPath)") }
         updateStateFromAdapter()
@@ -82,10 +85,10 @@ extension CentralManager {
             return setState(.unsupported)
         }
         // PowerState exists only with experimental features (5.66 has none); Powered decides otherwise.
-        let powerState = properties.string("PowerState")
-        let powered = properties.bool("Powered") == true && (powerState == nil || powerState == "on")
+        let powerState = properties[BlueZ.Adapter1.powerState]
+        let powered = properties[BlueZ.Adapter1.powered] == true && (powerState == nil || powerState == "on")
         if !powered, options.powerOnAdapter, powerState != "off-blocked" {
-            callBlueZ(adapterPath, BlueZ.properties, "Set", [.string(BlueZ.adapter), .string("Powered"), .variant(.boolean(true))]) { result in
+            callBlueZ(adapterPath, BlueZ.properties, "Set", [.string(BlueZ.adapter), .string(BlueZ.Adapter1.powered.name), .variant(BlueZ.Adapter1.powered.encode(true))]) { result in
                 if case .failure(let error) = result { BleLog.warning("could not power on \(adapterPath): \(error)") }
             }
         }
@@ -128,7 +131,7 @@ extension CentralManager {
         for path in cache.children(of: adapterPath, with: BlueZ.device) where path.parent == adapterPath {
             guard let peripheral = deviceAppeared(path) else { continue }
             let properties = cache.properties(path, BlueZ.device)
-            if options.restoreConnectedPeripherals, !restoredOnce, properties?.bool("Connected") == true {
+            if options.restoreConnectedPeripherals, !restoredOnce, properties?[BlueZ.Device1.connected] == true {
                 peripheral.adoptConnection()
                 restored.append(peripheral)
             }
@@ -144,7 +147,7 @@ extension CentralManager {
     /// The Peripheral for a device object of our adapter, created on first sight.
     @BleLoop @discardableResult func deviceAppeared(_ path: ObjectPath) -> Peripheral? {
         guard let cache, path.parent == adapterPath, let properties = cache.properties(path, BlueZ.device),
-              let address = properties.string("Address"), let adapterAddress = currentAdapterAddress else { return nil }
+              let address = properties[BlueZ.Device1.address], let adapterAddress = currentAdapterAddress else { return nil }
         if let existing = peripheralsByAddress[address] {
             existing.attach(path: path)
             session.route(path, to: existing)

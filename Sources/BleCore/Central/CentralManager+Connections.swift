@@ -8,9 +8,9 @@ extension CentralManager {
     @BleLoop func connectedPeripherals(_ services: [BluetoothUUID]) -> [Peripheral] {
         guard let cache, let adapterPath else { return [] }
         return cache.children(of: adapterPath, with: BlueZ.device).compactMap { path -> Peripheral? in
-            guard let properties = cache.properties(path, BlueZ.device), properties.bool("Connected") == true else { return nil }
+            guard let properties = cache.properties(path, BlueZ.device), properties[BlueZ.Device1.connected] == true else { return nil }
             if !services.isEmpty {
-                let offered = Set((properties.strings("UUIDs") ?? []).compactMap(BluetoothUUID.init))
+                let offered = Set((properties[BlueZ.Device1.uuids] ?? []).compactMap(BluetoothUUID.init))
                 guard services.contains(where: offered.contains) else { return nil }
             }
             return deviceAppeared(path)

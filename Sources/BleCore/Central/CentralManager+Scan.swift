@@ -86,7 +86,7 @@ extension CentralManager {
 
     @BleLoop func considerDiscovery(_ path: ObjectPath) {
         guard var request = scan, let cache, let properties = cache.properties(path, BlueZ.device),
-              let address = properties.string("Address"), let peripheral = peripheralsByAddress[address] else { return }
+              let address = properties[BlueZ.Device1.address], let peripheral = peripheralsByAddress[address] else { return }
         // Without RSSI the device was not heard in this discovery (RSSI is invalidated when it stops).
         guard let rssi = properties[ "RSSI"]?.as(Int16.self) else { return }
         let advertisement = Self.advertisement(from: properties)
@@ -108,18 +108,18 @@ extension CentralManager {
     }
 
     static func advertisement(from properties: PropertyMap) -> AdvertisementData {
-        let manufacturer = properties["ManufacturerData"].flatMap { try? BlueZShapes.manufacturerData($0) } ?? [:]
+        let manufacturer = properties[BlueZ.Device1.manufacturerData] ?? [:]
         var serviceData: [BluetoothUUID: Data] = [:]
-        let rawServiceData: [String: Data] = properties["ServiceData"].flatMap { try? BlueZShapes.serviceData($0) } ?? [:]
+        let rawServiceData: [String: Data] = properties[BlueZ.Device1.serviceData] ?? [:]
         for (key, value) in rawServiceData {
             if let uuid = BluetoothUUID(key) { serviceData[uuid] = value }
         }
-        return AdvertisementData(localName: properties.string("Name") ?? properties.string("Alias").flatMap { alias in
+        return AdvertisementData(localName: properties[BlueZ.Device1.name] ?? properties[BlueZ.Device1.alias].flatMap { alias in
                                      // bluetoothd shows the address with dashes as the alias of a nameless device.
-                                     alias == properties.string("Address")?.replacingOccurrences(of: ":", with: "-") ? nil : alias
+                                     alias == properties[BlueZ.Device1.address]?.replacingOccurrences(of: ":", with: "-") ? nil : alias
                                  },
                                  manufacturerData: manufacturer, serviceData: serviceData,
-                                 serviceUUIDs: (properties.strings("UUIDs") ?? []).compactMap(BluetoothUUID.init),
-                                 txPowerLevel: properties["TxPower"]?.as(Int16.self).map(Int.init))
+                                 serviceUUIDs: (properties[BlueZ.Device1.uuids] ?? []).compactMap(BluetoothUUID.init),
+                                 txPowerLevel: properties[BlueZ.Device1.txPower].map(Int.init))
     }
 }

@@ -146,7 +146,7 @@ public final class CentralManager: @unchecked Sendable {
     // MARK: - Loop side
 
     @BleLoop var currentAdapterAddress: String? {
-        adapterPath.flatMap { cache?.properties($0, BlueZ.adapter)?.string("Address") }
+        adapterPath.flatMap { cache?.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address] }
     }
 
     @BleLoop private func open() async {

@@ -62,7 +62,7 @@ extension Peripheral {
                 guard let self, let attempt else { return }
                 self.sendConnect(attempt)
             }
-        } else if deviceProperties?.bool("Connected") == true {
+        } else if deviceProperties?[BlueZ.Device1.connected] == true {
             // abort-by-local: the link was up for a moment; retry once Connected=false arrives.
             BleLog.warning("Connect \(address): \(error); retrying after Connected=false")
             attempt.retryWhenDown = true
@@ -76,18 +76,18 @@ extension Peripheral {
     /// before the objects, bluez #1489 / observed with Pair), or the grace period over.
     @BleLoop func checkReady() {
         guard let attempt, !attempt.finished, let properties = deviceProperties else { return }
-        let connected = properties.bool("Connected") == true
+        let connected = properties[BlueZ.Device1.connected] == true
         if attempt.retryWhenDown {
             if !connected { sendConnect(attempt) }
             return
         }
         guard attempt.linkUp || connected else { return }
-        guard connected, properties.bool("ServicesResolved") == true else { return }
+        guard connected, properties[BlueZ.Device1.servicesResolved] == true else { return }
         let hasObjects = !(cache?.children(of: devicePath, with: BlueZ.gattService).isEmpty ?? true)
         // bluetoothd sets Modalias from the peer's PnP ID just after ServicesResolved; the
         // write limit depends on it (a BlueZ peer takes 510 bytes, not 512), so a device that
         // has a PnP ID is ready once Modalias is known, or the grace period is over.
-        let awaitingModalias = hasObjects && properties.string("Modalias") == nil && exposesPnPID
+        let awaitingModalias = hasObjects && properties[BlueZ.Device1.modalias] == nil && exposesPnPID
         if (hasObjects && !awaitingModalias) || attempt.graceExpired {
             return finishAttempt(attempt, .success(()))
         }
@@ -106,7 +106,7 @@ extension Peripheral {
         guard let cache else { return false }
         let pnpID = BluetoothUUID(UInt16(0x2a50))
         return cache.children(of: devicePath, with: BlueZ.gattCharacteristic).contains { path in
-            cache.properties(path, BlueZ.gattCharacteristic)?.string("UUID").flatMap(BluetoothUUID.init) == pnpID
+            cache.properties(path, BlueZ.gattCharacteristic)?[BlueZ.GattCharacteristic1.uuid].flatMap(BluetoothUUID.init) == pnpID
         }
     }
 
@@ -133,12 +133,12 @@ extension Peripheral {
     @BleLoop func linkWentDown() {
         if let attempt {
             if attempt.retryWhenDown { return }
-            if attempt.linkUp || deviceProperties?.bool("ServicesResolved") == false && deviceProperties?.bool("Connected") == false {
+            if attempt.linkUp || deviceProperties?[BlueZ.Device1.servicesResolved] == false && deviceProperties?[BlueZ.Device1.connected] == false {
                 // Lost while discovering services: an abort-by-local in disguise; retry if allowed.
                 if attempt.linkUp, attempt.retriesLeft > 0 {
                     attempt.retriesLeft -= 1
                     attempt.linkUp = false
-                    if deviceProperties?.bool("Connected") == false { sendConnect(attempt) } else { attempt.retryWhenDown = true }
+                    if deviceProperties?[BlueZ.Device1.connected] == false { sendConnect(attempt) } else { attempt.retryWhenDown = true }
                     return
                 }
                 if attempt.linkUp { finishAttempt(attempt, .failure(.disconnected)) }
@@ -149,7 +149,7 @@ extension Peripheral {
         case .connected:
             linkLost(error: .disconnected, report: true)
         case .disconnecting:
-            if deviceProperties?.bool("Connected") == false { linkLost(error: nil, report: true) }
+            if deviceProperties?[BlueZ.Device1.connected] == false { linkLost(error: nil, report: true) }
         default:
             break
         }
@@ -198,7 +198,7 @@ extension Peripheral {
             switch result {
             case .success, .failure(.notConnected):
                 // The reply comes between ServicesResolved=false and Connected=false (observed).
-                if self.deviceProperties?.bool("Connected") != true { self.linkLost(error: nil, report: true) }
+                if self.deviceProperties?[BlueZ.Device1.connected] != true { self.linkLost(error: nil, report: true) }
             case .failure(let error):
                 BleLog.warning("Disconnect \(self.address) failed: \(error)")
                 self.linkLost(error: nil, report: true)

@@ -16,8 +16,8 @@ extension Peripheral {
         return cache.children(of: devicePath, with: BlueZ.gattService).compactMap { path in
             if let known = servicesByPath[path] { return known }
             guard let properties = cache.properties(path, BlueZ.gattService),
-                  let uuid = properties.string("UUID").flatMap(BluetoothUUID.init) else { return nil }
-            let service = Service(path: path, uuid: uuid, isPrimary: properties.bool("Primary") ?? true, owner: self)
+                  let uuid = properties[BlueZ.GattCharacteristic1.uuid].flatMap(BluetoothUUID.init) else { return nil }
+            let service = Service(path: path, uuid: uuid, isPrimary: properties[BlueZ.GattService1.primary] ?? true, owner: self)
             servicesByPath[path] = service
             return service
         }
@@ -73,12 +73,12 @@ extension Peripheral {
         return cache.children(of: service.path, with: BlueZ.gattCharacteristic).compactMap { path in
             if let known = characteristicsByPath[path] { return known }
             guard let properties = cache.properties(path, BlueZ.gattCharacteristic),
-                  let uuid = properties.string("UUID").flatMap(BluetoothUUID.init) else { return nil }
+                  let uuid = properties[BlueZ.GattCharacteristic1.uuid].flatMap(BluetoothUUID.init) else { return nil }
             let characteristic = Characteristic(path: path, uuid: uuid,
-                                                properties: CharacteristicProperties(bluezFlags: properties.strings("Flags") ?? []),
-                                                offersAcquireNotify: properties["NotifyAcquired"] != nil,
-                                                offersAcquireWrite: properties["WriteAcquired"] != nil, service: service)
-            characteristic.cachedValue = properties.bytes("Value").map { Data($0) }
+                                                properties: CharacteristicProperties(bluezFlags: properties[BlueZ.GattCharacteristic1.flags] ?? []),
+                                                offersAcquireNotify: BlueZ.GattCharacteristic1.notifyAcquired.isPresent(in: properties),
+                                                offersAcquireWrite: BlueZ.GattCharacteristic1.writeAcquired.isPresent(in: properties), service: service)
+            characteristic.cachedValue = properties[BlueZ.GattCharacteristic1.value]
             characteristicsByPath[path] = characteristic
             return characteristic
         }
@@ -105,7 +105,7 @@ extension Peripheral {
         }
         characteristic.discoveredDescriptors = cache.children(of: characteristic.path, with: BlueZ.gattDescriptor).compactMap { path in
             if let known = descriptorsByPath[path] { return known }
-            guard let uuid = cache.properties(path, BlueZ.gattDescriptor)?.string("UUID").flatMap(BluetoothUUID.init) else { return nil }
+            guard let uuid = cache.properties(path, BlueZ.gattDescriptor)?[BlueZ.GattDescriptor1.uuid].flatMap(BluetoothUUID.init) else { return nil }
             let descriptor = Descriptor(path: path, uuid: uuid, owner: characteristic)
             descriptorsByPath[path] = descriptor
             return descriptor
@@ -114,7 +114,7 @@ extension Peripheral {
     }
 
     @BleLoop func performReadRSSI() {
-        if let rssi = deviceProperties?["RSSI"]?.as(Int16.self) {
+        if let rssi = deviceProperties?[BlueZ.Device1.rssi] {
             emit { $0.peripheral(self, didReadRSSI: Int(rssi), error: nil) }
         } else {
             emit { $0.peripheral(self, didReadRSSI: 0, error: BleError.notAvailable) }

@@ -145,7 +145,7 @@ extension Peripheral {
         // before Connected=false; on some devices AcquireNotify ends this way while the link
         // stays up (bleak #1885). Fall back to StartNotify at once so nothing is missed; if the
         // link is going down, link loss ends this subscription and its late reply is ignored.
-        guard isLinkUp, deviceProperties?.bool("Connected") == true else {
+        guard isLinkUp, deviceProperties?[BlueZ.Device1.connected] == true else {
             subscription.end()
             characteristic.subscription = nil
             return
@@ -180,12 +180,12 @@ extension Peripheral {
     /// A `PropertiesChanged` on one of our characteristics or descriptors.
     @BleLoop func attributeChanged(_ path: ObjectPath, interface: String, changed: PropertyMap) {
         if interface == BlueZ.gattDescriptor {
-            if let descriptor = descriptorsByPath[path], let value = changed["Value"]?.as(Data.self) { descriptor.cachedValue = value }
+            if let descriptor = descriptorsByPath[path], let value = changed[BlueZ.GattDescriptor1.value] { descriptor.cachedValue = value }
             return
         }
         guard let characteristic = characteristicsByPath[path] else { return }
-        if let mtu = changed["MTU"]?.as(UInt16.self) { noteMTU(mtu, from: path) }
-        guard let value = changed["Value"]?.as(Data.self) else { return }
+        if let mtu = changed[BlueZ.GattCharacteristic1.mtu] { noteMTU(mtu, from: path) }
+        guard let value = changed[BlueZ.GattCharacteristic1.value] else { return }
         // Only our own session on this link counts: a session of another client, or one left
         // from before a reconnect, would deliver ghost values (bleak #2002), and AcquireNotify
         // values come on the socket.

@@ -61,13 +61,13 @@ public final class Peripheral: @unchecked Sendable {
         self.devicePath = path
         self.address = address
         self.identifier = identifier
-        self.lastName = manager.cache?.properties(path, BlueZ.device)?.string("Name")
+        self.lastName = manager.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.name]
     }
 
     // MARK: Public state
 
     /// The name (GAP name once connected, else the advertised one).
-    public var name: String? { LoopBridge.sync { self.deviceProperties?.string("Name") ?? self.lastName } }
+    public var name: String? { LoopBridge.sync { self.deviceProperties?[BlueZ.Device1.name] ?? self.lastName } }
     /// The connection state.
     public var state: PeripheralState { LoopBridge.sync { self.currentState } }
     /// The services found by `discoverServices`, nil before.
@@ -76,7 +76,7 @@ public final class Peripheral: @unchecked Sendable {
     /// `peripheralIsReady(toSendWriteWithoutResponse:)` follows.
     public var canSendWriteWithoutResponse: Bool { LoopBridge.sync { !self.hasWriteBacklog } }
     /// The last RSSI BlueZ reported (only while discovering), nil when unknown.
-    public var rssi: Int? { LoopBridge.sync { self.deviceProperties?["RSSI"]?.as(Int16.self).map(Int.init) } }
+    public var rssi: Int? { LoopBridge.sync { self.deviceProperties?[BlueZ.Device1.rssi].map(Int.init) } }
 
     /// The largest value one write can carry without losing it: never more than 512, the ATT
     /// maximum attribute length; for `.withoutResponse` also at most the ATT MTU − 3 (BlueZ's
@@ -153,7 +153,7 @@ public final class Peripheral: @unchecked Sendable {
     @BleLoop var negotiatedMTU: UInt16 {
         if knownMTU == nil, let cache {
             for path in cache.children(of: devicePath, with: BlueZ.gattCharacteristic) {
-                if let mtu = cache.properties(path, BlueZ.gattCharacteristic)?["MTU"]?.as(UInt16.self) {
+                if let mtu = cache.properties(path, BlueZ.gattCharacteristic)?[BlueZ.GattCharacteristic1.mtu] {
                     noteMTU(mtu, from: path)
                     break
                 }
@@ -173,7 +173,7 @@ public final class Peripheral: @unchecked Sendable {
     /// The peer's GATT server is bluetoothd (vendor 0x1D6B, product 0x0246: BlueZ's own PnP ID).
     @BleLoop var peerIsBlueZ: Bool {
         if let blueZPeerVerdict { return blueZPeerVerdict }
-        guard let modalias = deviceProperties?.string("Modalias")?.lowercased() else { return false }
+        guard let modalias = deviceProperties?[BlueZ.Device1.modalias]?.lowercased() else { return false }
         let verdict = modalias.hasPrefix("usb:v1d6bp0246") || modalias.hasPrefix("bluetooth:v1d6bp0246")
         blueZPeerVerdict = verdict
         return verdict
@@ -266,8 +266,8 @@ public final class Peripheral: @unchecked Sendable {
 
     /// Restoration: BlueZ already has the link.
     @BleLoop func adoptConnection() {
-        guard deviceProperties?.bool("Connected") == true else { return }
-        currentState = deviceProperties?.bool("ServicesResolved") == true ? .connected : .connecting
+        guard deviceProperties?[BlueZ.Device1.connected] == true else { return }
+        currentState = deviceProperties?[BlueZ.Device1.servicesResolved] == true ? .connected : .connecting
         if currentState == .connecting {
             attempt = ConnectAttempt(retriesLeft: 0)
             attempt?.linkUp = true
@@ -284,15 +284,15 @@ public final class Peripheral: @unchecked Sendable {
     // MARK: Device events
 
     @BleLoop func deviceChanged(_ changed: PropertyMap, invalidated: [String]) {
-        if let name = changed.string("Name"), name != lastName {
+        if let name = changed[BlueZ.Device1.name], name != lastName {
             lastName = name
             emit { $0.peripheralDidUpdateName(self) }
         }
-        if changed.bool("Connected") == false || changed.bool("ServicesResolved") == false {
+        if changed[BlueZ.Device1.connected] == false || changed[BlueZ.Device1.servicesResolved] == false {
             linkWentDown()
         }
-        if changed["Modalias"] != nil { blueZPeerVerdict = nil }
-        if changed["Connected"] != nil || changed["ServicesResolved"] != nil || changed["Modalias"] != nil { checkReady() }
+        if BlueZ.Device1.modalias.isPresent(in: changed) { blueZPeerVerdict = nil }
+        if BlueZ.Device1.connected.isPresent(in: changed) || BlueZ.Device1.servicesResolved.isPresent(in: changed) || BlueZ.Device1.modalias.isPresent(in: changed) { checkReady() }
     }
 
     @BleLoop func deviceRemoved() {
