@@ -83,6 +83,14 @@ public final class PeerPeripheral {
         }
     }
 
+    /// Ends the peer as its process exiting would: no unregistering, the bus connection just
+    /// closes, and bluetoothd notices the application and the advertisement gone.
+    public func exitProcess() {
+        isRegistered = false
+        stopStream()
+        connection.close()
+    }
+
     /// Stops streaming; the objects stay exported until the connection closes.
     public func close() {
         stopStream()

@@ -1,0 +1,189 @@
+import BleCore
+import BleDBus
+import Foundation
+
+/// Notifications across the commonest real event, a reconnect (issue 10): after the link comes
+/// back, every notification the peer sends arrives exactly once, with its content, and
+/// `isNotifying` tells the truth at every point.
+///
+/// The app side is written as an iOS app would be: notification state ends with the link
+/// (CoreBluetooth), so after reconnecting it discovers again and calls `setNotifyValue(true)`
+/// again. A BleKit that re-arms subscriptions by itself on reconnect passes too, as long as
+/// the second request doubles nothing.
+enum NotifyAcrossReconnectScenarios {
+    static let all: [IntegrationScenario] = [linkLossAcquireNotify, linkLossStartNotify, peerRestart]
+
+    /// How many notifications each check after the reconnect asks the peer for.
+    static let burstAfterReconnect: UInt8 = 20
+
+    static let linkLossAcquireNotify = IntegrationScenario(
+        "notify.linkLossAcquireNotify", "Notifications on (AcquireNotify), the peer's controller powered off and on, a reconnect: every notification after it arrives exactly once."
+    ) { context in
+        try await acrossLinkLoss(context, preferStartNotify: false)
+    }
+
+    static let linkLossStartNotify = IntegrationScenario(
+        "notify.linkLossStartNotify", "Notifications on (StartNotify), the peer's controller powered off and on, a reconnect: every notification after it arrives exactly once."
+    ) { context in
+        try await acrossLinkLoss(context, preferStartNotify: true)
+    }
+
+    static let peerRestart = IntegrationScenario(
+        "notify.peerRestart", "Notifications on, the peer's GATT app exits and starts again: the central follows (reconnect or rediscovery) and every notification after it arrives exactly once."
+    ) { context in
+        let (peer, central, peripheral) = try await context.connectedPeer()
+        try await enable(context, peripheral, preferStartNotify: false, label: "before the restart")
+        try await checkBurst(context, peripheral, count: 5, label: "before the restart")
+
+        let mark = context.probe.mark
+        peer.exitProcess()
+        context.step("peer app exited")
+        let restarted = try await context.peer()
+        context.step("peer app started again")
+        // bluetoothd may keep the link and announce the changed database, or the link may go:
+        // an app handles whichever comes.
+        let event = try? await context.probe.wait(since: mark, timeout: .seconds(15), "the central hears the restart") {
+            switch $0 {
+            case .disconnected(let other, _): return other === peripheral
+            case .servicesModified: return true
+            default: return false
+            }
+        }
+        switch event {
+        case .disconnected(_, let error)?:
+            context.step("restart: disconnected \(ProbeEvent.describe(error))")
+            try await checkNotNotifyingWithoutLink(context, peripheral)
+            try context.expect(try await context.connect(central, peripheral, label: "reconnect") == nil, "reconnect after the peer restart failed")
+        case .servicesModified(let uuids)?:
+            context.step("restart: services modified \(uuids.map(\.uuidString))")
+        default:
+            context.step("restart: link and services reported unchanged")
+        }
+        context.step("state after the restart \(peripheral.state)")
+        try await context.resolve(peripheral)
+        try await afterReconnect(context, peripheral, preferStartNotify: false)
+        _ = restarted
+        try await context.disconnect(central, peripheral)
+    }
+
+    /// (a) and (b): notifications on, link loss by powering off the peer's controller, reconnect.
+    @BleLoop
+    static func acrossLinkLoss(_ context: ScenarioContext, preferStartNotify: Bool) async throws {
+        let (peer, central, peripheral) = try await context.connectedPeer()
+        try await enable(context, peripheral, preferStartNotify: preferStartNotify, label: "before the link loss")
+        try await checkBurst(context, peripheral, count: 5, label: "before the link loss")
+
+        let mark = context.probe.mark
+        try await context.setPowered(context.backend.peripheralAdapter, false)
+        try await context.waitForDisconnect(peripheral, since: mark, label: "link loss")
+        try await checkNotNotifyingWithoutLink(context, peripheral)
+        try await context.setPowered(context.backend.peripheralAdapter, true)
+        // A powered-off controller forgets the advertisement; the app registers again.
+        await peer.unregister()
+        try await peer.register()
+        context.step("peer registered again")
+        // What an iOS app does in didDisconnectPeripheral: connect the same peripheral again.
+        try context.expect(try await context.connect(central, peripheral, label: "reconnect") == nil, "reconnect after the link loss failed")
+        try await context.resolve(peripheral)
+        try await afterReconnect(context, peripheral, preferStartNotify: preferStartNotify)
+        try await context.disconnect(central, peripheral)
+    }
+
+    /// Without a link nothing can notify: `isNotifying` must say so.
+    @BleLoop
+    static func checkNotNotifyingWithoutLink(_ context: ScenarioContext, _ peripheral: Peripheral) async throws {
+        let response = try context.characteristic(peripheral, PeerProtocol.response)
+        context.step("isNotifying without a link \(response.isNotifying)")
+        try context.expect(!response.isNotifying, "isNotifying is true while the peripheral is disconnected")
+    }
+
+    /// After the reconnect and a fresh discovery: what BleKit says before the app asks again
+    /// (and, if it says notifying, that it is true), the app's second request, then a burst.
+    @BleLoop
+    static func afterReconnect(_ context: ScenarioContext, _ peripheral: Peripheral, preferStartNotify: Bool) async throws {
+        let response = try context.characteristic(peripheral, PeerProtocol.response)
+        response.prefersStartNotify = preferStartNotify
+        let already = response.isNotifying
+        context.step("isNotifying after the reconnect, before asking again \(already)")
+        if already {
+            // BleKit re-armed the subscription by itself: then notifications must flow already.
+            try await checkBurst(context, peripheral, count: 5, label: "re-armed by BleKit")
+        }
+        try await enable(context, peripheral, preferStartNotify: preferStartNotify, label: "after the reconnect", alreadyOn: already)
+        try await checkBurst(context, peripheral, count: burstAfterReconnect, label: "after the reconnect")
+        try await context.setNotify(peripheral, false, response)
+        try context.expect(!response.isNotifying, "isNotifying still true after notifications were turned off")
+    }
+
+    /// `setNotifyValue(true)` and its callback. When BleKit already reports notifying (it
+    /// re-armed by itself), a callback is still expected as CoreBluetooth gives one; its
+    /// absence is recorded, not failed, because a redundant request may be answered silently.
+    @BleLoop
+    static func enable(_ context: ScenarioContext, _ peripheral: Peripheral, preferStartNotify: Bool, label: String,
+                       alreadyOn: Bool = false) async throws {
+        let response = try context.characteristic(peripheral, PeerProtocol.response)
+        response.prefersStartNotify = preferStartNotify
+        let mark = context.probe.mark
+        peripheral.setNotifyValue(true, for: response)
+        let event: ProbeEvent
+        do {
+            event = try await context.probe.wait(since: mark, timeout: alreadyOn ? .seconds(5) : context.eventDeadline,
+                                                 "notify true \(label)") {
+                if case .notifyState(let other, _, _) = $0 { return other === response }
+                return false
+            }
+        } catch let timeout as CentralProbe.Timeout {
+            guard alreadyOn else { throw timeout }
+            context.step("notify \(label): no callback (already notifying)")
+            try context.expect(response.isNotifying, "isNotifying turned false after a redundant setNotifyValue(true)")
+            return
+        }
+        guard case .notifyState(_, let state, let error) = event else { throw ScenarioFailure("unexpected \(event)") }
+        context.step("notify \(label) \(state) \(ProbeEvent.describe(error))")
+        try context.expect(error == nil && state, "notify true \(label) failed: \(event)")
+        try context.expect(response.isNotifying, "isNotifying false after a successful setNotifyValue(true) \(label)")
+    }
+
+    /// Asks the peer for `count` notifications, then two echoes as fences (notifications on one
+    /// link keep their order): once the second fence is in, every packet of the burst and the
+    /// first fence must have arrived exactly once, in order, with their content. Values are
+    /// counted by UUID, whatever `Characteristic` object carries them, so a stale subscription
+    /// on the tree of the previous connection counts as a double too.
+    @BleLoop
+    static func checkBurst(_ context: ScenarioContext, _ peripheral: Peripheral, count: UInt8, label: String) async throws {
+        let command = try context.characteristic(peripheral, PeerProtocol.command)
+        let mark = context.probe.mark
+        try context.expect(try await context.write(peripheral, Data([PeerProtocol.Opcode.burst.rawValue, count]), command,
+                                                   label: "burst \(count) \(label)") == nil, "burst command write failed \(label)")
+        let fences = [Data([PeerProtocol.Opcode.echo.rawValue, 0xf1]), Data([PeerProtocol.Opcode.echo.rawValue, 0xf2])]
+        for fence in fences {
+            try context.expect(try await context.write(peripheral, fence, command, label: "fence \(label)") == nil, "fence write failed \(label)")
+            let answer = Data([0x81]) + fence.dropFirst()
+            do {
+                try await context.probe.wait(since: mark, timeout: context.eventDeadline, "fence \(ProbeEvent.hex(answer)) \(label)") {
+                    if case .value(let characteristic, let data, nil) = $0 { return characteristic.uuid == PeerProtocol.response && data == answer }
+                    return false
+                }
+            } catch {
+                let got = received(context, since: mark)
+                context.step("notifications \(label): \(got.count) received, fence \(ProbeEvent.hex(answer)) never arrived")
+                throw ScenarioFailure("notifications \(label): the fence never arrived; received \(got.map(ProbeEvent.hex)) (\(error))")
+            }
+        }
+        let got = received(context, since: mark)
+        let expected = (0..<count).map { PeerProtocol.burstPacket($0, of: count) } + [Data([0x81, 0xf1]), Data([0x81, 0xf2])]
+        let doubled = Set(got.filter { value in got.filter { $0 == value }.count > 1 })
+        let missing = expected.filter { !got.contains($0) }
+        context.step("notifications \(label): \(got.count) received, \(missing.count) missing, \(doubled.count) doubled")
+        try context.expect(got == expected, "notifications \(label): expected \(expected.count) each once in order, received \(got.map(ProbeEvent.hex)); missing \(missing.map(ProbeEvent.hex)), doubled \(doubled.map(ProbeEvent.hex))")
+    }
+
+    /// Every successful value of the peer's response characteristic since `mark`.
+    @BleLoop
+    static func received(_ context: ScenarioContext, since mark: Int) -> [Data] {
+        context.probe.events.dropFirst(mark).compactMap { event -> Data? in
+            if case .value(let characteristic, let data, nil) = event, characteristic.uuid == PeerProtocol.response { return data }
+            return nil
+        }
+    }
+}
