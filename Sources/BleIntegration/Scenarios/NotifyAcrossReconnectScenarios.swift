@@ -13,6 +13,26 @@ import Foundation
 enum NotifyAcrossReconnectScenarios {
     static let all: [IntegrationScenario] = [linkLossAcquireNotify, linkLossStartNotify, peerRestart]
 
+    /// Checks whose failure does not stop the scenario, so that one run shows everything that
+    /// goes wrong after the reconnect; the scenario fails at its end if any did.
+    @BleLoop
+    final class Problems {
+        private(set) var found: [String] = []
+
+        func check(_ context: ScenarioContext, _ work: () async throws -> Void) async throws {
+            do {
+                try await work()
+            } catch let failure as ScenarioFailure {
+                found.append(failure.description)
+                context.step("problem: \(failure.description)")
+            }
+        }
+
+        func finish() throws {
+            if !found.isEmpty { throw ScenarioFailure(found.joined(separator: "; ")) }
+        }
+    }
+
     /// How many notifications each check after the reconnect asks the peer for.
     static let burstAfterReconnect: UInt8 = 20
 
@@ -31,6 +51,7 @@ enum NotifyAcrossReconnectScenarios {
     static let peerRestart = IntegrationScenario(
         "notify.peerRestart", "Notifications on, the peer's GATT app exits and starts again: the central follows (reconnect or rediscovery) and every notification after it arrives exactly once."
     ) { context in
+        let problems = Problems()
         let (peer, central, peripheral) = try await context.connectedPeer()
         try await enable(context, peripheral, preferStartNotify: false, label: "before the restart")
         try await checkBurst(context, peripheral, count: 5, label: "before the restart")
@@ -52,7 +73,7 @@ enum NotifyAcrossReconnectScenarios {
         switch event {
         case .disconnected(_, let error)?:
             context.step("restart: disconnected \(ProbeEvent.describe(error))")
-            try await checkNotNotifyingWithoutLink(context, peripheral)
+            try await problems.check(context) { try await checkNotNotifyingWithoutLink(context, peripheral) }
             try context.expect(try await context.connect(central, peripheral, label: "reconnect") == nil, "reconnect after the peer restart failed")
         case .servicesModified(let uuids)?:
             context.step("restart: services modified \(uuids.map(\.uuidString))")
@@ -61,14 +82,16 @@ enum NotifyAcrossReconnectScenarios {
         }
         context.step("state after the restart \(peripheral.state)")
         try await context.resolve(peripheral)
-        try await afterReconnect(context, peripheral, preferStartNotify: false)
+        try await afterReconnect(context, peripheral, preferStartNotify: false, problems: problems)
         _ = restarted
         try await context.disconnect(central, peripheral)
+        try problems.finish()
     }
 
     /// (a) and (b): notifications on, link loss by powering off the peer's controller, reconnect.
     @BleLoop
     static func acrossLinkLoss(_ context: ScenarioContext, preferStartNotify: Bool) async throws {
+        let problems = Problems()
         let (peer, central, peripheral) = try await context.connectedPeer()
         try await enable(context, peripheral, preferStartNotify: preferStartNotify, label: "before the link loss")
         try await checkBurst(context, peripheral, count: 5, label: "before the link loss")
@@ -76,7 +99,7 @@ enum NotifyAcrossReconnectScenarios {
         let mark = context.probe.mark
         try await context.setPowered(context.backend.peripheralAdapter, false)
         try await context.waitForDisconnect(peripheral, since: mark, label: "link loss")
-        try await checkNotNotifyingWithoutLink(context, peripheral)
+        try await problems.check(context) { try await checkNotNotifyingWithoutLink(context, peripheral) }
         try await context.setPowered(context.backend.peripheralAdapter, true)
         // A powered-off controller forgets the advertisement; the app registers again.
         await peer.unregister()
@@ -85,8 +108,9 @@ enum NotifyAcrossReconnectScenarios {
         // What an iOS app does in didDisconnectPeripheral: connect the same peripheral again.
         try context.expect(try await context.connect(central, peripheral, label: "reconnect") == nil, "reconnect after the link loss failed")
         try await context.resolve(peripheral)
-        try await afterReconnect(context, peripheral, preferStartNotify: preferStartNotify)
+        try await afterReconnect(context, peripheral, preferStartNotify: preferStartNotify, problems: problems)
         try await context.disconnect(central, peripheral)
+        try problems.finish()
     }
 
     /// Without a link nothing can notify: `isNotifying` must say so.
@@ -100,14 +124,15 @@ enum NotifyAcrossReconnectScenarios {
     /// After the reconnect and a fresh discovery: what BleKit says before the app asks again
     /// (and, if it says notifying, that it is true), the app's second request, then a burst.
     @BleLoop
-    static func afterReconnect(_ context: ScenarioContext, _ peripheral: Peripheral, preferStartNotify: Bool) async throws {
+    static func afterReconnect(_ context: ScenarioContext, _ peripheral: Peripheral, preferStartNotify: Bool,
+                               problems: Problems) async throws {
         let response = try context.characteristic(peripheral, PeerProtocol.response)
         response.prefersStartNotify = preferStartNotify
         let already = response.isNotifying
         context.step("isNotifying after the reconnect, before asking again \(already)")
         if already {
             // BleKit re-armed the subscription by itself: then notifications must flow already.
-            try await checkBurst(context, peripheral, count: 5, label: "re-armed by BleKit")
+            try await problems.check(context) { try await checkBurst(context, peripheral, count: 5, label: "re-armed by BleKit") }
         }
         try await enable(context, peripheral, preferStartNotify: preferStartNotify, label: "after the reconnect", alreadyOn: already)
         try await checkBurst(context, peripheral, count: burstAfterReconnect, label: "after the reconnect")
