@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
         .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleDBus"], exclude: ["Parity"]),
+        .testTarget(name: "DataLoggerExampleTests", dependencies: ["DataLoggerExample", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
     ],
     swiftLanguageModes: [.v6]
