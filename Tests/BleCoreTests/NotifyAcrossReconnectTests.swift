@@ -128,6 +128,10 @@ struct NotifyAcrossReconnectTests {
         let leakedSockets = suspects.intersection(ProcessSockets.seqpacket()).subtracting(baselineSockets)
         #expect(tally.lost == 0 && tally.doubled == 0 && tally.misordered == 0 && tally.isNotifyingWhileDown == 0
                 && tally.failedEnables == 0, "\(preferStartNotify ? "StartNotify" : "AcquireNotify"), \(Self.cycles) cycles: \(tally)")
+        if !preferStartNotify {
+            // The measurement sees AcquireNotify's sockets at all (else the next check proves nothing).
+            #expect(!suspects.isEmpty, "no SEQPACKET socket appeared while AcquireNotify subscriptions were on")
+        }
         #expect(leakedSockets.isEmpty, "\(leakedSockets.count) notify sockets still open after their links went down: \(leakedSockets.sorted())")
         let start = try #require(baseline)
         #expect(end.matchRules == start.matchRules, "match rules on the bus: \(start.matchRules) after the first cycle, \(end.matchRules) after \(Self.cycles)")

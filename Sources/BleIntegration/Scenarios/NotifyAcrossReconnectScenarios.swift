@@ -189,10 +189,10 @@ enum NotifyAcrossReconnectScenarios {
                     if case .value(let characteristic, let data, nil) = $0 { return characteristic.uuid == PeerProtocol.response && data == answer }
                     return false
                 }
-            } catch {
+            } catch is CentralProbe.Timeout {
                 let got = received(context, since: mark)
                 context.step("notifications \(label): \(got.count) received, fence \(ProbeEvent.hex(answer)) never arrived")
-                throw ScenarioFailure("notifications \(label): the fence never arrived; received \(got.map(ProbeEvent.hex)) (\(error))")
+                throw ScenarioFailure("notifications \(label): the fence \(ProbeEvent.hex(answer)) never arrived within \(context.eventDeadline); received \(got.map(ProbeEvent.hex))")
             }
         }
         let got = received(context, since: mark)
