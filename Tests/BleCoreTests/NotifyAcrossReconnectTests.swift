@@ -11,7 +11,7 @@ import Testing
 /// numbered notifications and a fence, and drops the link from the peripheral's side. Counted
 /// over all cycles: notifications lost, doubled or out of order, notify sockets left open, and
 /// match rules and connections left on the bus.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)))
 @BleLoop
 struct NotifyAcrossReconnectTests {
     static let cycles = 200
@@ -53,7 +53,7 @@ struct NotifyAcrossReconnectTests {
             try await bench.resolve(peripheral)
             let notify = bench.characteristic(peripheral, Sample.notify)
             notify.prefersStartNotify = preferStartNotify
-            let before = ProcessSockets.seqpacket()
+            let before = Set(ProcessSockets.seqpacket().keys)
             if !notify.isNotifying {
                 let mark = bench.recorder.mark
                 peripheral.setNotifyValue(true, for: notify)
@@ -100,7 +100,7 @@ struct NotifyAcrossReconnectTests {
                 tally.note("cycle \(cycle): received \(received.map { Array($0) })")
             }
             // The notify sockets that appeared with this subscription.
-            suspects.formUnion(ProcessSockets.seqpacket().subtracting(before))
+            suspects.formUnion(Set(ProcessSockets.seqpacket().keys).subtracting(before))
 
             let down = bench.recorder.mark
             virtual.dropLinks()
@@ -120,12 +120,12 @@ struct NotifyAcrossReconnectTests {
             if cycle == 0 {
                 // After one full cycle everything lazily created exists: the baseline.
                 baseline = try await BusCounts.read(bench.fixture.client)
-                baselineSockets = ProcessSockets.seqpacket()
+                baselineSockets = Set(ProcessSockets.seqpacket().keys)
             }
         }
 
         let end = try await BusCounts.read(bench.fixture.client)
-        let leakedSockets = suspects.intersection(ProcessSockets.seqpacket()).subtracting(baselineSockets)
+        let leakedSockets = ProcessSockets.leaked(among: suspects.subtracting(baselineSockets))
         #expect(tally.lost == 0 && tally.doubled == 0 && tally.misordered == 0 && tally.isNotifyingWhileDown == 0
                 && tally.failedEnables == 0, "\(preferStartNotify ? "StartNotify" : "AcquireNotify"), \(Self.cycles) cycles: \(tally)")
         if !preferStartNotify {
@@ -136,6 +136,20 @@ struct NotifyAcrossReconnectTests {
         let start = try #require(baseline)
         #expect(end.matchRules == start.matchRules, "match rules on the bus: \(start.matchRules) after the first cycle, \(end.matchRules) after \(Self.cycles)")
         #expect(end.connections == start.connections, "connections on the bus: \(start.connections) after the first cycle, \(end.connections) after \(Self.cycles)")
+    }
+}
+
+/// The leak measure itself: it must see a socket whose other end closed, and not a live pair.
+struct ProcessSocketsTests {
+    @Test func aSocketWhoseOtherEndClosedIsALeakAndALivePairIsNot() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &ends) == 0)
+        defer { close(ends[0]) }
+        let inodes = Set(ProcessSockets.seqpacket().filter { ends.contains($0.value) }.keys)
+        #expect(inodes.count == 2)
+        #expect(ProcessSockets.leaked(among: inodes).isEmpty)
+        close(ends[1])
+        #expect(ProcessSockets.leaked(among: inodes).count == 1)
     }
 }
 
@@ -163,10 +177,13 @@ struct BusCountsMissing: Error, CustomStringConvertible {
 }
 
 /// The SEQPACKET sockets this process holds (the kind BlueZ hands out for AcquireNotify and
-/// AcquireWrite), by inode: other tests running alongside open and close their own, but a
-/// socket seen during a subscription and still open after its link went down is a leak.
+/// AcquireWrite), by inode. Other tests running alongside open and close their own, so a leak
+/// is told apart by what it is: a socket that appeared while one of this test's subscriptions
+/// was being set up, is still open at the end, and whose other end is closed (the simulator
+/// closes its end when the link goes). Another test's live socket has a live other end.
 enum ProcessSockets {
-    static func seqpacket() -> Set<String> {
+    /// Inode → descriptor of every SEQPACKET socket this process holds.
+    static func seqpacket() -> [String: Int32] {
         let seqpacketInodes = Set((try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8))?
             .split(separator: "\n").dropFirst().compactMap { line -> String? in
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -175,13 +192,23 @@ enum ProcessSockets {
                 return String(fields[6])
             } ?? [])
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        var held = Set<String>()
+        var held: [String: Int32] = [:]
         for descriptor in descriptors {
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
+            guard let number = Int32(descriptor),
+                  let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
                   target.hasPrefix("socket:[") else { continue }
             let inode = String(target.dropFirst("socket:[".count).dropLast())
-            if seqpacketInodes.contains(inode) { held.insert(inode) }
+            if seqpacketInodes.contains(inode) { held[inode] = number }
         }
         return held
+    }
+
+    /// The sockets among `suspects` still open whose other end has hung up.
+    static func leaked(among suspects: Set<String>) -> [String] {
+        seqpacket().filter { suspects.contains($0.key) }.compactMap { inode, descriptor in
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 0) == 1, entry.revents & Int16(POLLHUP) != 0 else { return nil }
+            return inode
+        }.sorted()
     }
 }
