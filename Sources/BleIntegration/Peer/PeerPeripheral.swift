@@ -59,6 +59,14 @@ public final class PeerPeripheral {
         isRegistered = true
     }
 
+    /// Advertises again (after a power cycle of the adapter ended the advertisement), keeping
+    /// the application as it was registered.
+    public func registerAdvertisementAgain() async throws(PeerError) {
+        try? await unregisterAdvertisement()
+        try await adapterCall("advertisement", "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
+                              [.objectPath(Self.advertisementPath), BlueZShapes.propertyDictionary([])])
+    }
+
     /// Stops advertising and keeps serving the application (and its links).
     public func unregisterAdvertisement() async throws(PeerError) {
         try await adapterCall("advertisement (unregistering)", "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",

@@ -101,10 +101,10 @@ enum NotifyAcrossReconnectScenarios {
         try await context.waitForDisconnect(peripheral, since: mark, label: "link loss")
         try await problems.check(context) { try await checkNotNotifyingWithoutLink(context, peripheral) }
         try await context.setPowered(context.backend.peripheralAdapter, true)
-        // A powered-off controller forgets the advertisement; the app registers again.
-        await peer.unregister()
-        try await peer.register()
-        context.step("peer registered again")
+        // A powered-off controller ends the advertisement; the GATT application stays, so the
+        // peer's database (and the central's cache of it) is the one from before the loss.
+        try await peer.registerAdvertisementAgain()
+        context.step("peer advertising again")
         // What an iOS app does in didDisconnectPeripheral: connect the same peripheral again.
         try context.expect(try await context.connect(central, peripheral, label: "reconnect") == nil, "reconnect after the link loss failed")
         try await context.resolve(peripheral)
