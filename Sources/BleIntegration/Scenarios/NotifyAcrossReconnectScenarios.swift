@@ -57,6 +57,9 @@ enum NotifyAcrossReconnectScenarios {
         try await checkBurst(context, peripheral, count: 5, label: "before the restart")
 
         let mark = context.probe.mark
+        // The central's BlueZ exports the restarted app's service again when it learns of it
+        // (Service Changed); armed first, so the announcement cannot be missed.
+        let serviceBack = try ServiceAddedWait(connection: try await context.dbus(), uuid: PeerProtocol.service)
         peer.exitProcess()
         context.step("peer app exited")
         let restarted = try await context.peer()
@@ -77,6 +80,9 @@ enum NotifyAcrossReconnectScenarios {
             try context.expect(try await context.connect(central, peripheral, label: "reconnect") == nil, "reconnect after the peer restart failed")
         case .servicesModified(let uuids)?:
             context.step("restart: services modified \(uuids.map(\.uuidString))")
+            // The link stayed: rediscover once the service is back, as an app does after
+            // didModifyServices.
+            try await serviceBack.wait(deadline: context.eventDeadline)
         default:
             context.step("restart: link and services reported unchanged")
         }
@@ -223,6 +229,45 @@ enum NotifyAcrossReconnectScenarios {
         context.probe.events.dropFirst(mark).compactMap { event -> Data? in
             if case .value(let characteristic, let data, nil) = event, characteristic.uuid == PeerProtocol.response { return data }
             return nil
+        }
+    }
+}
+
+/// Waits for the central's BlueZ to export a GATT service with `uuid` (InterfacesAdded).
+@BleLoop
+final class ServiceAddedWait {
+    private var subscription: SignalSubscription?
+    private var added = false
+    private var continuation: CheckedContinuation<Bool, Never>?
+    private let uuid: BluetoothUUID
+
+    init(connection: Connection, uuid: BluetoothUUID) throws {
+        self.uuid = uuid
+        subscription = try connection.signals.subscribe(SignalMatch(
+            sender: "org.bluez", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")) { [weak self] message in
+            guard let self, message.body.count >= 2, let interfaces = try? BlueZShapes.interfaceMap(message.body[1]),
+                  case .string(let text)? = interfaces["org.bluez.GattService1"]?["UUID"],
+                  BluetoothUUID(string: text) == self.uuid else { return }
+            self.finish(true)
+        }
+    }
+
+    func wait(deadline: Duration) async throws {
+        defer { subscription?.cancel() }
+        if added { return }
+        let timer = LoopTimer.scheduled(after: deadline) { [weak self] in self?.finish(false) }
+        let ok = await withCheckedContinuation { continuation in
+            if added { continuation.resume(returning: true) } else { self.continuation = continuation }
+        }
+        timer.cancel()
+        if !ok { throw ScenarioFailure("the central's BlueZ did not export service \(uuid) again within \(deadline)") }
+    }
+
+    private func finish(_ ok: Bool) {
+        if ok { added = true }
+        if let continuation {
+            self.continuation = nil
+            continuation.resume(returning: ok)
         }
     }
 }
