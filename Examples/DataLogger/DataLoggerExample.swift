@@ -118,92 +118,171 @@ public final class DataLoggerManager: PeripheralDidDisConnect, PeripheralFilter,
 
 /// Runs the whole walk-through; blocks the calling thread (not BleKit's loop) until done.
 public enum DataLoggerWalkthrough {
-    public static func run(options: CentralManagerOptions, printer: TranscriptPrinter) -> Bool {
+    /// Runs every step, prints each as it goes and a summary at the end, and returns the
+    /// verdicts. A step another depends on (scan, connect, services, the reconnect) ends the
+    /// walk-through when it fails; the commands are independent, so one failing does not stop
+    /// the next. Every step waits with a deadline of its own.
+    public static func run(options: CentralManagerOptions, printer: TranscriptPrinter) -> WalkthroughReport {
         let logger = DataLoggerManager(options: options, printer: printer)
-        let step = DispatchSemaphore(value: 0)
-        func wait(_ seconds: Double = 15) -> Bool { step.wait(timeout: .now() + seconds) == .success }
+        var report = WalkthroughReport()
+        walk(logger, printer: printer, report: &report)
+        logger.manager.cancelAll()
+        for line in report.summary { printer.line(line) }
+        return report
+    }
 
+    /// Runs `body`, which calls its argument once with the step's outcome, and waits for it;
+    /// the first outcome counts, later ones (a completion after a timeout) are ignored.
+    static func perform(within seconds: Double, _ body: (@escaping (Bool, String) -> Void) -> Void) -> (passed: Bool, detail: String) {
+        let done = DispatchSemaphore(value: 0)
+        let lock = NSLock()
+        var outcome: (Bool, String)?
+        body { passed, detail in
+            lock.lock()
+            if outcome == nil { outcome = (passed, detail) }
+            lock.unlock()
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + seconds) == .success else { return (false, "no answer within \(Int(seconds)) s") }
+        lock.lock()
+        defer { lock.unlock() }
+        return outcome ?? (false, "no answer")
+    }
+
+    static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined(separator: " ") }
+
+    /// Records `outcome` for `step` and says whether it passed.
+    @discardableResult
+    static func record(_ step: WalkthroughStep, _ outcome: (passed: Bool, detail: String), in report: inout WalkthroughReport) -> Bool {
+        report.record(step, passed: outcome.passed, outcome.detail)
+        return outcome.passed
+    }
+
+    /// An echo command and its verdict: the answer must be the command itself.
+    static func echo(_ logger: DataLoggerManager, _ command: Data, printer: TranscriptPrinter, label: String) -> (passed: Bool, detail: String) {
+        perform(within: 15) { finish in
+            logger.value.executable(option: EchoCommand(cmdData: command), singleCompletion: { result in
+                switch result {
+                case .success(let data):
+                    printer.line("\(label) \(hex(command)) → \(hex(data))")
+                    finish(data == command, data == command ? "answered \(hex(data))" : "answered \(hex(data)), expected \(hex(command))")
+                case .failure(let error):
+                    printer.line("\(label) \(hex(command)) failed: \(error)")
+                    finish(false, "\(error)")
+                }
+            })
+        }
+    }
+
+    /// The steps; false once one failed that the rest depend on.
+    @discardableResult
+    static func walk(_ logger: DataLoggerManager, printer: TranscriptPrinter, report: inout WalkthroughReport) -> Bool {
         printer.line("scanning for data loggers (filter: name starts with DataLogger)")
         var identifier: String?
-        logger.scan { identifier = $0; step.signal() }
-        guard wait(), let target = identifier else { printer.line("no data logger found"); return false }
+        let scanned = perform(within: 15) { finish in
+            logger.scan { found in
+                identifier = found
+                finish(found != nil, found.map { "found identifier \($0)" } ?? "no data logger found")
+            }
+        }
+        guard record(.scan, scanned, in: &report), let target = identifier else {
+            printer.line("no data logger found")
+            return false
+        }
 
         printer.line("connecting by identifier \(target)")
         var connections = 0
+        let connected = DispatchSemaphore(value: 0)
         let reconnected = DispatchSemaphore(value: 0)
         logger.connect(identifier: target) { event in
             switch event {
             case .connected(let peripheral):
                 connections += 1
                 printer.line(connections == 1 ? "connected to \(peripheral.address)" : "reconnected to \(peripheral.address) automatically")
-                if connections == 1 { step.signal() } else { reconnected.signal() }
+                if connections == 1 { connected.signal() } else { reconnected.signal() }
             case .disconnected:
                 break
             }
         }
-        guard wait() else { return false }
+        let connectedInTime = connected.wait(timeout: .now() + 15) == .success
+        guard record(.connect, (connectedInTime, connectedInTime ? "connected" : "no connection within 15 s"), in: &report) else { return false }
 
-        logger.adapter.readyForCommand { engine in
-            printer.line("services discovered; write and notify characteristics ready (MTU allows \(engine.peripheral?.maximumWriteValueLength(for: .withoutResponse) ?? 0)-byte writes)")
-            step.signal()
+        let ready = perform(within: 15) { finish in
+            logger.adapter.readyForCommand { engine in
+                let length = engine.peripheral?.maximumWriteValueLength(for: .withoutResponse) ?? 0
+                printer.line("services discovered; write and notify characteristics ready (MTU allows \(length)-byte writes)")
+                finish(true, "MTU allows \(length)-byte writes")
+            }
         }
-        guard wait() else { return false }
+        guard record(.servicesReady, ready, in: &report) else { return false }
 
-        logger.value.executable(option: EchoCommand(cmdData: Data([0x02, 0x48, 0x69])), singleCompletion: { result in
-            switch result {
-            case .success(let data): printer.line("single-packet command 02 48 69 → \(data.map { String(format: "%02x", $0) }.joined(separator: " "))")
-            case .failure(let error): printer.line("single-packet command failed: \(error)")
-            }
-            step.signal()
-        })
-        guard wait() else { return false }
+        record(.singlePacket, echo(logger, Data([0x02, 0x48, 0x69]), printer: printer, label: "single-packet command"), in: &report)
 
-        logger.value.executable(option: DumpCommand(), completion: { result in
-            switch result {
-            case .success(let packets): printer.line("multi-packet command 01 → \(packets.count) packets, \(packets.reduce(0) { $0 + $1.count }) bytes")
-            case .failure(let error): printer.line("multi-packet command failed: \(error)")
-            }
-            step.signal()
-        })
-        guard wait() else { return false }
+        record(.multiPacket, perform(within: 15) { finish in
+            logger.value.executable(option: DumpCommand(), completion: { result in
+                switch result {
+                case .success(let packets):
+                    let bytes = packets.reduce(0) { $0 + $1.count }
+                    printer.line("multi-packet command 01 → \(packets.count) packets, \(bytes) bytes")
+                    finish(bytes >= 64, "\(packets.count) packets, \(bytes) bytes")
+                case .failure(let error):
+                    printer.line("multi-packet command failed: \(error)")
+                    finish(false, "\(error)")
+                }
+            })
+        }, in: &report)
 
+        let streamedLock = NSLock()
         var streamed = 0
         var token: CommandToken?
-        token = logger.value.executable(option: StreamCommand(), completion: { result in
-            guard case .success(let packets) = result else { return }
-            streamed += 1
-            printer.line("stream packet \(streamed): \(packets[0].count) bytes")
-            if streamed == 4 {
-                token?.cancel()
-                step.signal()
-            }
-        })
-        guard wait() else { return false }
-        printer.line("stream cancelled after 4 packets")
+        let stream = perform(within: 15) { finish in
+            token = logger.value.executable(option: StreamCommand(), completion: { result in
+                switch result {
+                case .success(let packets):
+                    streamedLock.lock()
+                    streamed += 1
+                    let count = streamed
+                    streamedLock.unlock()
+                    printer.line("stream packet \(count): \(packets.first?.count ?? 0) bytes")
+                    if count == 4 { finish(true, "4 packets, then cancelled") }
+                case .failure(let error):
+                    finish(false, "\(error)")
+                }
+            })
+        }
+        token?.cancel()
+        if stream.passed { printer.line("stream cancelled after 4 packets") }
+        record(.stream, stream, in: &report)
 
         let queue = BlueToothTaskQueue(engine: logger.value)
-        let task = BlueToothTaskModel<String>(command: EchoCommand(cmdData: Data([0x02, 0x54])),
-                                              parse: .value2({ data in "task parsed \(data.count) bytes" }),
-                                              plugins: [{ text in printer.line("task plugin: \(text)") }])
-        queue.add(task, retries: 1) { _ in step.signal() }
-        guard wait() else { return false }
+        record(.taskQueue, perform(within: 15) { finish in
+            let task = BlueToothTaskModel<String>(command: EchoCommand(cmdData: Data([0x02, 0x54])),
+                                                  parse: .value2({ data in "task parsed \(data.count) bytes" }),
+                                                  plugins: [{ text in printer.line("task plugin: \(text)") }])
+            queue.add(task, retries: 1) { result in
+                switch result {
+                case .success(let value): finish(true, "\(value)")
+                case .failure(let error):
+                    printer.line("task failed: \(error)")
+                    finish(false, "\(error)")
+                }
+            }
+        }, in: &report)
 
         printer.line("asking the logger to drop the link")
         logger.value.executable(option: DropLinkCommand(), completion: { result in
             if case .failure(let error) = result { printer.line("command ended: \(error)") }
         })
-        guard reconnected.wait(timeout: .now() + 20) == .success else { printer.line("no reconnect"); return false }
-        logger.adapter.readyForCommand { _ in step.signal() }
-        guard wait() else { return false }
-        logger.value.executable(option: EchoCommand(cmdData: Data([0x02, 0x4f, 0x4b])), singleCompletion: { result in
-            if case .success(let data) = result {
-                printer.line("after reconnect, command 02 4f 4b → \(data.map { String(format: "%02x", $0) }.joined(separator: " "))")
-            }
-            step.signal()
-        })
-        guard wait() else { return false }
-        logger.manager.cancelAll()
-        printer.line("done")
-        return true
+        let back = reconnected.wait(timeout: .now() + 20) == .success
+        if !back { printer.line("no reconnect") }
+        guard record(.reconnect, (back, back ? "reconnected automatically" : "no reconnect within 20 s"), in: &report) else { return false }
+
+        let readyAgain = perform(within: 15) { finish in
+            logger.adapter.readyForCommand { _ in finish(true, "characteristics ready again") }
+        }
+        guard record(.servicesReadyAfterReconnect, readyAgain, in: &report) else { return false }
+
+        return record(.commandAfterReconnect, echo(logger, Data([0x02, 0x4f, 0x4b]), printer: printer, label: "after reconnect, command"),
+                      in: &report)
     }
 }

@@ -24,9 +24,10 @@ func runDemo(arguments: [String]) async -> Int32 {
         print("BleSim serves \(scenario.peripherals.map { $0.name ?? $0.address }.joined(separator: ", ")) on a private bus")
         let printer = StdoutPrinter()
         let options = CentralManagerOptions(bus: .address(bus.address))
-        let succeeded = await Task.detached { DataLoggerWalkthrough.run(options: options, printer: printer) }.value
+        let report = await Task.detached { DataLoggerWalkthrough.run(options: options, printer: printer) }.value
         await simulator.stop(.clean)
-        return succeeded ? 0 : 1
+        if !report.passed { FileHandle.standardError.write(Data("blekit demo: \(report.verdictLine)\n".utf8)) }
+        return report.exitStatus
     } catch {
         FileHandle.standardError.write(Data("blekit demo: \(error)\n".utf8))
         return 1

@@ -60,6 +60,14 @@ public final class PeerPeripheral {
         isRegistered = true
     }
 
+    /// Advertises again (after a power cycle of the adapter ended the advertisement), keeping
+    /// the application as it was registered.
+    public func registerAdvertisementAgain() async throws(PeerError) {
+        try? await unregisterAdvertisement()
+        try await adapterCall("advertisement", "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
+                              [.objectPath(Self.advertisementPath), BlueZShapes.propertyDictionary([])])
+    }
+
     /// Stops advertising and keeps serving the application (and its links).
     public func unregisterAdvertisement() async throws(PeerError) {
         try await adapterCall("advertisement (unregistering)", BlueZ.LEAdvertisingManager1.interface, BlueZ.LEAdvertisingManager1.Method.unregisterAdvertisement,
@@ -82,6 +90,14 @@ public final class PeerPeripheral {
         } catch {
             throw .registrationFailed(what, error)
         }
+    }
+
+    /// Ends the peer as its process exiting would: no unregistering, the bus connection just
+    /// closes, and bluetoothd notices the application and the advertisement gone.
+    public func exitProcess() {
+        isRegistered = false
+        stopStream()
+        connection.close()
     }
 
     /// Stops streaming; the objects stay exported until the connection closes.

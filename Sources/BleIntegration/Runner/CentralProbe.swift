@@ -17,6 +17,7 @@ enum ProbeEvent: CustomStringConvertible {
     case wrote(Characteristic, BleError?)
     case notifyState(Characteristic, Bool, BleError?)
     case descriptorValue(Descriptor, Data?, BleError?)
+    case servicesModified([BluetoothUUID])
     case readyToWrite
 
     var description: String {
@@ -36,6 +37,7 @@ enum ProbeEvent: CustomStringConvertible {
         case .notifyState(let characteristic, let on, let error): return "notifying \(characteristic.uuid) \(on) \(Self.describe(error))"
         case .descriptorValue(let descriptor, let data, let error):
             return "descriptorValue \(descriptor.uuid) \(data.map(Self.hex) ?? "-") \(Self.describe(error))"
+        case .servicesModified(let uuids): return "servicesModified \(uuids.map(\.uuidString))"
         case .readyToWrite: return "readyToWrite"
         }
     }
@@ -92,7 +94,9 @@ extension CentralProbe: @preconcurrency CentralManagerDelegate {
 
 extension CentralProbe: @preconcurrency PeripheralDelegate {
     func peripheralDidUpdateName(_ peripheral: Peripheral) {}
-    func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service]) {}
+    func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service]) {
+        record(.servicesModified(invalidatedServices.map(\.uuid)))
+    }
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: Error?) {}
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) { record(.services(error as? BleError)) }
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
