@@ -122,6 +122,21 @@ final class ApplicationPeripheral: SimGattServer {
         adapter.deviceForIncoming(address: link.centralAddress).incomingLinkChanged(up: true)
     }
 
+    /// Links still up (to centrals that connected while this app was registered).
+    var liveLinks: [SimLink] { links.filter(\.isUp) }
+
+    /// Takes over a link from an app that left: the central stays connected throughout.
+    func adopt(_ link: SimLink) {
+        links.append(link)
+        link.server = self
+    }
+
+    /// Gives a link up to the app that takes it over, without touching the connection.
+    func release(_ link: SimLink) {
+        links.removeAll { $0 === link }
+        updateNotifying()
+    }
+
     func linkDown(_ link: SimLink) {
         links.removeAll { $0 === link }
         adapter.devices[link.centralAddress]?.incomingLinkChanged(up: false)

@@ -12,6 +12,9 @@ final class PeripheralRoleBridge {
     weak var adapter: SimAdapter?
     private var applications: [ApplicationPeripheral] = []
     private var advertisements: [RegisteredAdvertisement] = []
+    /// Apps that left (or unregistered) while centrals were connected: their links stay up,
+    /// serving bluetoothd's own services, until an app registers again and takes them over.
+    private var departed: [ApplicationPeripheral] = []
     /// bluetoothd offers five advertising instances on the emulated controller.
     static let maximumAdvertisements = 5
 
@@ -37,6 +40,7 @@ final class PeripheralRoleBridge {
                     return BlueZError.doesNotExist(call)
                 }
                 let application = self.applications.remove(at: index)
+                self.departed.append(application)
                 // As when the app leaves the bus (seen in the VM): `{UUIDs}`, the reply, then
                 // the connected centrals lose its services; links and advertisement stay.
                 self.adapter?.changed([BlueZ.Adapter1.uuids.name])
@@ -69,6 +73,7 @@ final class PeripheralRoleBridge {
                 call.reply()
                 adapter.changed([BlueZ.Adapter1.uuids.name])
                 self.updateAir()
+                self.handOverLinks(to: application)
             }
         }
     }
@@ -183,6 +188,23 @@ final class PeripheralRoleBridge {
         if hadAdvertisement { countsChanged() }
         if !leaving.isEmpty || hadAdvertisement { updateAir() }
         for application in leaving { application.ownerLeft() }
+        departed += leaving
+    }
+
+    /// bluetoothd adds a newly registered app's services to the adapter's one database and
+    /// indicates Service Changed to connected centrals (seen in the VM when the peer's process
+    /// restarted): the centrals linked to a departed app are served by the new one and get its
+    /// services' objects.
+    private func handOverLinks(to application: ApplicationPeripheral) {
+        let previous = departed
+        departed.removeAll()
+        for old in previous {
+            for link in old.liveLinks {
+                old.release(link)
+                application.adopt(link)
+                link.device?.peerServicesAdded(layout: application.layout, link: link)
+            }
+        }
     }
 
     /// SIGTERM: advertisements get `Release()`, notifying characteristics `StopNotify()`; the
@@ -200,6 +222,7 @@ final class PeripheralRoleBridge {
     }
 
     func forget() {
+        departed.removeAll()
         for application in applications { application.close() }
         applications.removeAll()
         advertisements.removeAll()

@@ -495,6 +495,14 @@ public final class SimDevice {
         changed([BlueZ.Device1.uuids.name])
     }
 
+    /// The peer added services to its database while connected (Service Changed): their
+    /// objects are exported in handle order, then `{UUIDs}` with their UUIDs.
+    func peerServicesAdded(layout: GattLayout, link: SimLink) {
+        guard let gatt else { return }
+        guard gatt.addServices(from: layout, link: link) else { return }
+        changed([BlueZ.Device1.uuids.name])
+    }
+
     /// The link dropped without anyone asking (range, peripheral reset, fault).
     func linkLost(reason: String) {
         switch state {

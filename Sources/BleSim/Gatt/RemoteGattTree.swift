@@ -40,17 +40,21 @@ final class RemoteGattTree {
         guard let objects else { return }
         for (index, service) in layout.services.enumerated() {
             let path = services[index]
-            objects.register(path, interfaces: [ExportedInterface(BlueZ.GattService1.interface, properties: [
-                ExportedProperty(BlueZ.GattService1.uuid) { .string(service.uuid) },
-                ExportedProperty(BlueZ.GattService1.device) { [weak device] in device.map { .objectPath($0.path) } },
-                ExportedProperty(BlueZ.GattService1.primary) { .boolean(service.primary) },
-                ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, []) },
-            ])])
+            objects.register(path, interfaces: [serviceInterface(service)])
             for characteristic in characteristics where characteristic.servicePath == path {
                 characteristic.export()
                 for descriptor in descriptors where descriptor.characteristic === characteristic { descriptor.export() }
             }
         }
+    }
+
+    private func serviceInterface(_ service: GattLayout.Service) -> ExportedInterface {
+        ExportedInterface(BlueZ.GattService1.interface, properties: [
+            ExportedProperty(BlueZ.GattService1.uuid) { .string(service.uuid) },
+            ExportedProperty(BlueZ.GattService1.device) { [weak device] in device.map { .objectPath($0.path) } },
+            ExportedProperty(BlueZ.GattService1.primary) { .boolean(service.primary) },
+            ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, []) },
+        ])
     }
 
     /// Removes every object depth-first in handle order, descriptors before their
@@ -101,6 +105,33 @@ final class RemoteGattTree {
         characteristics.removeAll { removedPaths.contains($0.servicePath) }
         services = keptPaths
         layout.services = kept
+    }
+
+    /// The peer's database gained the services of `newLayout` whose handles are not here yet:
+    /// their objects are made and exported, in handle order. True when any were added.
+    func addServices(from newLayout: GattLayout, link: SimLink) -> Bool {
+        let present = Set(layout.services.map(\.handle))
+        let added = newLayout.services.filter { !present.contains($0.handle) }
+        guard !added.isEmpty, let objects else { return false }
+        for service in added {
+            let servicePath = BlueZ.Paths.service(device: device.path, handle: service.handle)
+            services.append(servicePath)
+            layout.services.append(service)
+            objects.register(servicePath, interfaces: [serviceInterface(service)])
+            for characteristic in service.characteristics {
+                let remote = RemoteCharacteristic(tree: self, device: device, servicePath: servicePath, layout: characteristic)
+                characteristics.append(remote)
+                byValueHandle[characteristic.valueHandle] = remote
+                remote.export()
+                for descriptor in characteristic.descriptors {
+                    let remoteDescriptor = RemoteDescriptor(device: device, characteristic: remote, layout: descriptor)
+                    descriptors.append(remoteDescriptor)
+                    remoteDescriptor.export()
+                }
+                remote.linkUp(link)
+            }
+        }
+        return true
     }
 
     func linkUp(_ link: SimLink) {

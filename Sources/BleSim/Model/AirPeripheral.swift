@@ -75,8 +75,9 @@ public final class SimLink {
     let adapter: SimAdapter
     /// The device object on that adapter.
     weak var device: SimDevice?
-    /// The peripheral side.
-    let server: SimGattServer
+    /// The peripheral side; a bridged app registering after its predecessor left takes over
+    /// that app's links (its services are added to the same database, as in bluetoothd).
+    var server: SimGattServer
     /// The negotiated MTU.
     let mtu: UInt16
     /// Value handles with notifications or indications enabled.
