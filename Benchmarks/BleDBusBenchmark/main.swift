@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import BleDBus
 import BleTestSupport
 import Foundation

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import BleDBus
 import BleSim
 import BleTestSupport

@@ -11,21 +11,25 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 @BleLoop
 struct DataLossSymptomTests {
-    static func notifyAndEcho() -> PeripheralSpec {
-        Sample.spec(mtu: 517)
+    /// A connected sample peripheral with notifications on for its notify characteristic.
+    static func notifying(prefersStartNotify: Bool = false) async throws -> (Bench, Peripheral, VirtualPeripheral, Characteristic) {
+        let bench = try await Bench.start()
+        let peripheral = try await bench.connected()
+        let virtual = try #require(bench.simulator.peripheral(Sample.address))
+        let notify = bench.characteristic(peripheral, Sample.notify)
+        notify.prefersStartNotify = prefersStartNotify
+        let mark = bench.recorder.mark
+        peripheral.setNotifyValue(true, for: notify)
+        try await bench.await("notify on", since: mark) { if case .notifyState(_, true, nil) = $0 { return true }; return false }
+        return (bench, peripheral, virtual, notify)
     }
 
     // MARK: 1. Notifications dead after a reconnect
 
     @Test func notificationsArriveAfterTheAcquireNotifySocketClosesAtLinkLoss() async throws {
-        let bench = try await Bench.start()
+        let (bench, peripheral, virtual, notify) = try await Self.notifying()
         defer { bench.tearDown() }
-        let peripheral = try await bench.connected()
-        let virtual = try #require(bench.simulator.peripheral(Sample.address))
-        let notify = bench.characteristic(peripheral, Sample.notify)
         var mark = bench.recorder.mark
-        peripheral.setNotifyValue(true, for: notify)
-        try await bench.await("notify on", since: mark) { if case .notifyState(_, true, nil) = $0 { return true }; return false }
         #expect(notify.subscription?.descriptor != nil, "the AcquireNotify path")
         for cycle in 1...5 {
             // BleSim, like bluetoothd 5.66, closes the AcquireNotify socket as the link drops,
@@ -50,14 +54,9 @@ struct DataLossSymptomTests {
     }
 
     @Test func setNotifyValueAfterAReconnectIsNeverANoOpOnADeadChannel() async throws {
-        let bench = try await Bench.start()
+        let (bench, peripheral, virtual, notify) = try await Self.notifying()
         defer { bench.tearDown() }
-        let peripheral = try await bench.connected()
-        let virtual = try #require(bench.simulator.peripheral(Sample.address))
-        let notify = bench.characteristic(peripheral, Sample.notify)
         var mark = bench.recorder.mark
-        peripheral.setNotifyValue(true, for: notify)
-        try await bench.await("notify on", since: mark) { if case .notifyState(_, true, nil) = $0 { return true }; return false }
         mark = bench.recorder.mark
         virtual.dropLinks()
         try await bench.await("link loss", since: mark) { if case .disconnected = $0 { return true }; return false }

@@ -6,12 +6,13 @@ import Glibc
 /// Spawned with `posix_spawn` rather than Foundation's `Process`, whose pipe ends leak into
 /// other children: the C server must see end-of-file on its stdin when we close our end, or it
 /// would outlive the benchmark.
-final class Subprocess {
-    enum Failure: Error, CustomStringConvertible {
+public final class Subprocess {
+    /// Why a child could not be used.
+    public enum Failure: Error, CustomStringConvertible {
         case spawn(String, Int32)
         case noOutput(String)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .spawn(let program, let code): return "could not start \(program): \(String(cString: strerror(code)))"
             case .noOutput(let what): return "\(what) printed nothing in time (see its messages above)"
@@ -19,14 +20,15 @@ final class Subprocess {
         }
     }
 
-    let pid: pid_t
+    /// The child's process id.
+    public let pid: pid_t
     private var stdinWrite: Int32
     private let stdoutRead: Int32
     private var buffered: [UInt8] = []
     private var reaped = false
 
     /// Starts `arguments[0]`; its stderr is ours, so its complaints reach the terminal.
-    init(_ arguments: [String]) throws {
+    public init(_ arguments: [String]) throws {
         var input: [Int32] = [0, 0]
         var output: [Int32] = [0, 0]
         guard pipe(&input) == 0, pipe(&output) == 0 else { throw Failure.spawn(arguments[0], errno) }
@@ -55,7 +57,7 @@ final class Subprocess {
     }
 
     /// One line of the child's stdout, or nil after `timeout` seconds or at end of file.
-    func readLine(timeout: Double) -> String? {
+    public func readLine(timeout: Double) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
@@ -77,7 +79,7 @@ final class Subprocess {
     }
 
     /// Closes the child's stdin (the C server exits on that) and waits for it.
-    func finish() {
+    public func finish() {
         guard !reaped else { return }
         reaped = true
         close(stdinWrite)
@@ -90,7 +92,7 @@ final class Subprocess {
     deinit { finish() }
 
     /// Runs a program to completion and returns its last line of output.
-    static func run(_ arguments: [String], timeout: Double) throws -> String {
+    public static func run(_ arguments: [String], timeout: Double) throws -> String {
         let child = try Subprocess(arguments)
         defer { child.finish() }
         var last: String?
@@ -101,7 +103,7 @@ final class Subprocess {
 }
 
 /// Parses `key=value key=value` lines, as dbus_ping prints them.
-func keyValues(_ line: String) -> [String: Double] {
+public func keyValues(_ line: String) -> [String: Double] {
     var result: [String: Double] = [:]
     for field in line.split(separator: " ") {
         let parts = field.split(separator: "=", maxSplits: 1)
