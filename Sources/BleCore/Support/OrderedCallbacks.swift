@@ -22,6 +22,10 @@ package final class OrderedCallbacks {
     /// An empty queue.
     package nonisolated init() {}
 
+    /// True when work given now would run at once: no inline call running, nothing waiting.
+    /// Callers on a hot path test it and call directly, sparing a closure per event.
+    package var runsAtOnce: Bool { InlineCall.depth == 0 && pending.isEmpty }
+
     /// Runs `work` now, or after the inline call returns (and after what is already waiting).
     package func run(_ work: @escaping @Sendable () -> Void) {
         if InlineCall.depth == 0, pending.isEmpty { return work() }
