@@ -153,7 +153,7 @@ extension CentralManager {
             session.route(path, to: existing)
             return existing
         }
-        let peripheral = Peripheral(manager: self, path: path, address: address,
+        let peripheral = Peripheral(session: session, path: path, address: address,
                                     identifier: PeripheralIdentifier.make(adapterAddress: adapterAddress, deviceAddress: address))
         peripheralsByAddress[address] = peripheral
         session.route(path, to: peripheral)

@@ -151,6 +151,7 @@ public final class CentralManager: @unchecked Sendable {
 
     @BleLoop private func open() async {
         guard !closed else { return }
+        session.central = self
         session.onCentralEvent = { [weak self] event in self?.cacheEvent(event) }
         session.onBusLost = { [weak self] in self?.busLost() }
         do {

@@ -26,8 +26,6 @@ public final class Peripheral: @unchecked Sendable {
         set { delegateBox.value = WeakDelegate(value: newValue) }
     }
 
-    /// The central that found it; peripherals outlive it (the session reports its release).
-    @BleLoop weak var manager: CentralManager?
     /// The BlueZ session: calls, the cache and the callback queue. Held strongly, so that a
     /// released manager still ends this peripheral's operations with `.managerReleased`.
     let session: BlueZSession
@@ -55,13 +53,12 @@ public final class Peripheral: @unchecked Sendable {
     /// `peerIsBlueZ`, worked out once per `Modalias` value.
     @BleLoop var blueZPeerVerdict: Bool?
 
-    @BleLoop init(manager: CentralManager, path: ObjectPath, address: String, identifier: UUID) {
-        self.manager = manager
-        self.session = manager.session
+    @BleLoop init(session: BlueZSession, path: ObjectPath, address: String, identifier: UUID) {
+        self.session = session
         self.devicePath = path
         self.address = address
         self.identifier = identifier
-        self.lastName = manager.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.name]
+        self.lastName = session.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.name]
     }
 
     // MARK: Public state
@@ -241,8 +238,7 @@ public final class Peripheral: @unchecked Sendable {
     }
 
     @BleLoop func emitCentral(_ body: @escaping @Sendable (CentralManagerDelegate, CentralManager) -> Void) {
-        guard let manager else { return }
-        manager.emit { body($0, manager) }
+        session.emitCentral(body)
     }
 
     /// Adds a loop-side observer (held weakly); the DSL's engine listens this way, with no hop.

@@ -30,6 +30,9 @@ final class BlueZSession {
     var onCentralEvent: (@BleLoop (CacheEvent) -> Void)?
     /// The bus connection closed under us.
     var onBusLost: (@BleLoop () -> Void)?
+    /// The central whose delegates hear a peripheral's connection events; peripherals reach it
+    /// only through here, and outlive it.
+    weak var central: CentralManager?
     /// Peripherals by the path of their `Device1` object: GATT events are routed by the device
     /// part of their path, found in one pass over the path's bytes.
     private var routes: [ObjectPath: Peripheral] = [:]
@@ -105,6 +108,12 @@ final class BlueZSession {
         for peripheral in peripherals { peripheral.sessionClosed(reason) }
         routes.removeAll()
         connection?.close()
+    }
+
+    /// Queues `body` for the central's delegates (nothing when the manager was released).
+    func emitCentral(_ body: @escaping @Sendable (CentralManagerDelegate, CentralManager) -> Void) {
+        guard let central else { return }
+        central.emit { body($0, central) }
     }
 
     // MARK: Routing
