@@ -1,4 +1,5 @@
 import BleDBus
+import Foundation
 
 /// The single source of truth for BlueZ state: every object and property under `org.bluez`.
 ///
@@ -122,18 +123,18 @@ final class ObjectCache {
             }
             onEvent?(.removed(object, interfaces: Set(names), lastProperties: entry))
         case (BlueZ.properties, "PropertiesChanged"):
-            guard message.body.count == 3, case .string(let interface) = message.body[0],
-                  var changed = try? BlueZShapes.propertyMap(message.body[1]),
-                  let invalidated = message.body[2].as([String].self) else { return }
-            guard objects[path]?[interface] != nil else { return }
-            if interface == BlueZ.gattCharacteristic, changed.count == 1, invalidated.isEmpty, BlueZ.GattCharacteristic1.value.isPresent(in: changed) {
-                // A notification, the commonest signal by far: routed with its bytes, not stored.
-                // The Characteristic keeps what it delivered; the cache's Value (BlueZ's value at
-                // load) only seeds a Characteristic made later, and storing every notification
-                // cost a nested lookup each.
-                onEvent?(.changed(path, interface: interface, changed: changed, invalidated: invalidated))
+            guard message.body.count == 3, case .string(let interface) = message.body[0] else { return }
+            if interface == BlueZ.gattCharacteristic, let value = Self.notifiedValue(message.body[1], invalidated: message.body[2]) {
+                // A notification, the commonest signal by far: routed with its bytes, without a
+                // property map, and not stored. The Characteristic keeps what it delivered; the
+                // cache's Value (BlueZ's value at load) only seeds a Characteristic made later.
+                guard objects[path]?[interface] != nil else { return }
+                onEvent?(.notified(path, value))
                 return
             }
+            guard var changed = try? BlueZShapes.propertyMap(message.body[1]),
+                  let invalidated = message.body[2].as([String].self) else { return }
+            guard objects[path]?[interface] != nil else { return }
             if interface == BlueZ.device, changed[BlueZ.Device1.servicesResolved] == true,
                !BlueZ.Device1.connected.isPresent(in: changed), objects[path]?[interface]?[BlueZ.Device1.connected] != true {
                 // bluetoothd 5.66 can miss Connected=true: when the ATT socket connects before the
@@ -149,6 +150,16 @@ final class ObjectCache {
         default:
             break
         }
+    }
+
+    /// The bytes of a `PropertiesChanged` that changes `Value` alone (`{Value: ay}`, nothing
+    /// invalidated), read straight from the message; nil for any other shape.
+    private static func notifiedValue(_ changed: DBusValue, invalidated: DBusValue) -> Data? {
+        guard case .dictionary(.string, .variant, let entries) = changed, entries.count == 1,
+              case .string(BlueZ.GattCharacteristic1.value.name) = entries[0].key,
+              case .variant(.bytes(let value)) = entries[0].value else { return nil }
+        if case .array(_, let names) = invalidated, !names.isEmpty { return nil }
+        return value
     }
 
     func properties(_ path: ObjectPath, _ interface: String) -> PropertyMap? { objects[path]?[interface] }

@@ -7,6 +7,9 @@ extension CentralManager {
 
     @BleLoop func cacheEvent(_ event: CacheEvent) {
         switch event {
+        case .notified:
+            // A characteristic's business: the session routes it to its peripheral.
+            break
         case .loaded:
             currentStateError = nil
             daemonAbsence?.cancel()

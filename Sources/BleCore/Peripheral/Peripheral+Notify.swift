@@ -183,9 +183,16 @@ extension Peripheral {
             if let descriptor = descriptorsByPath[path], let value = changed[BlueZ.GattDescriptor1.value] { descriptor.cachedValue = value }
             return
         }
-        guard let characteristic = characteristicsByPath[path] else { return }
+        guard characteristicsByPath[path] != nil else { return }
         if let mtu = changed[BlueZ.GattCharacteristic1.mtu] { noteMTU(mtu, from: path) }
         guard let value = changed[BlueZ.GattCharacteristic1.value] else { return }
+        valueNotified(path, value)
+    }
+
+    /// A characteristic's `Value` changed: a notification on our StartNotify subscription, or
+    /// the announcement of a read's value, or someone else's business.
+    @BleLoop func valueNotified(_ path: ObjectPath, _ value: Data) {
+        guard let characteristic = characteristicsByPath[path] else { return }
         // Only our own session on this link counts: a session of another client, or one left
         // from before a reconnect, would deliver ghost values (bleak #2002), and AcquireNotify
         // values come on the socket.

@@ -162,6 +162,8 @@ final class BlueZSession {
             } else {
                 onCentralEvent?(event)
             }
+        case .notified(let path, let value):
+            peripheral(containing: path)?.valueNotified(path, value)
         case .daemonLost, .loaded, .loadFailed:
             onCentralEvent?(event)
         }
