@@ -62,6 +62,8 @@ public final class Connection {
     private var dispatchScheduled = false
     private var disconnectHandlers: [UInt64: @BleLoop () -> Void] = [:]
     private var nextDisconnectHandlerID: UInt64 = 1
+    /// Strings of received messages, reused by the next ones (see `StringCache`).
+    private var receivedStrings = StringCache()
 
     private init(raw: OpaquePointer, address: String) {
         self.raw = raw
@@ -155,7 +157,7 @@ public final class Connection {
     fileprivate func handleIncoming(_ rawMessage: OpaquePointer) -> DBusHandlerResult {
         let message: DBusMessage
         do {
-            message = try DBusMessage(decoding: rawMessage)
+            message = try DBusMessage(decoding: rawMessage, strings: &receivedStrings)
         } catch {
             return handleUndecodable(rawMessage, error: error)
         }

@@ -105,11 +105,58 @@ enum MessageEncoder {
 
     /// A declared element type must itself be a valid signature (e.g. no empty structure).
     private static func checkType(_ type: DBusType, context: @autoclosure () -> String) throws(DBusError) {
+        // Parsing the signature again proves nothing for the shapes that cannot be invalid,
+        // and BlueZ's arguments are nearly all of them (`a{sv}`, `as`, `v`).
+        if isPlainlyValid(type) { return }
         do {
             _ = try DBusType.parseSingle(type.signature)
         } catch {
             throw .encoding("\(context()): element type is invalid: \(error)")
         }
+    }
+
+    /// Basic types, variants, arrays of them and dictionaries of them: valid by construction.
+    static func isPlainlyValid(_ type: DBusType) -> Bool {
+        switch type {
+        case .array(let element): return element.isBasic || element == .variant
+        case .dictionary(let key, let value): return key.isBasic && (value.isBasic || value == .variant)
+        case .structure: return false
+        default: return true
+        }
+    }
+
+    /// The signature of `value`'s type, without building the type for the common values.
+    static func signature(of value: DBusValue) -> String {
+        switch value {
+        case .byte: return "y"
+        case .boolean: return "b"
+        case .int16: return "n"
+        case .uint16: return "q"
+        case .int32: return "i"
+        case .uint32: return "u"
+        case .int64: return "x"
+        case .uint64: return "t"
+        case .double: return "d"
+        case .string: return "s"
+        case .objectPath: return "o"
+        case .signature: return "g"
+        case .unixFD: return "h"
+        case .bytes: return "ay"
+        case .variant: return "v"
+        case .array(let element, _): return "a" + element.signature
+        case .dictionary(let key, let value, _): return entrySignature(key, value, brackets: "a{")
+        case .structure: return value.type.signature
+        }
+    }
+
+    /// `{KV}`, or `a{KV}` with `brackets` "a{".
+    private static func entrySignature(_ key: DBusType, _ value: DBusType, brackets: String) -> String {
+        if key == .string && value == .variant { return brackets == "{" ? "{sv}" : "a{sv}" }
+        var text = brackets
+        key.append(to: &text)
+        value.append(to: &text)
+        text.append("}")
+        return text
     }
 
     /// Appends an already validated value; false only when libdbus runs out of memory.
@@ -166,8 +213,8 @@ enum MessageEncoder {
             return close(&sub, in: iter, succeeded: ok)
         case .dictionary(let key, let valueType, let entries):
             var sub = DBusMessageIter()
-            let entrySignature = "{" + key.signature + valueType.signature + "}"
-            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, entrySignature, &sub) != 0 else { return false }
+            let entryType = entrySignature(key, valueType, brackets: "{")
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, entryType, &sub) != 0 else { return false }
             var ok = true
             for entry in entries where ok {
                 var entryIter = DBusMessageIter()
@@ -187,7 +234,7 @@ enum MessageEncoder {
             return close(&sub, in: iter, succeeded: ok)
         case .variant(let inner):
             var sub = DBusMessageIter()
-            guard dbus_message_iter_open_container(iter, DBUS_TYPE_VARIANT, inner.type.signature, &sub) != 0 else { return false }
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_VARIANT, signature(of: inner), &sub) != 0 else { return false }
             return close(&sub, in: iter, succeeded: appendValidated(inner, to: &sub))
         }
     }
