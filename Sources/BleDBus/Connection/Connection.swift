@@ -64,6 +64,8 @@ public final class Connection {
     private var nextDisconnectHandlerID: UInt64 = 1
     /// Strings of received messages, reused by the next ones (see `StringCache`).
     private var receivedStrings = StringCache()
+    /// Names this connection sent before (see `ValidatedNames`).
+    private var sentNames = ValidatedNames()
 
     private init(raw: OpaquePointer, address: String) {
         self.raw = raw
@@ -203,7 +205,7 @@ public final class Connection {
     @discardableResult
     public func send(_ message: DBusMessage) throws(DBusError) -> UInt32 {
         guard state != .closed else { throw .disconnected }
-        let rawMessage = try message.makeRaw()
+        let rawMessage = try message.makeRaw(names: &sentNames)
         defer { dbus_message_unref(rawMessage) }
         if message.body.contains(where: DBusValue.containsFileDescriptor),
            dbus_connection_can_send_type(raw, DBUS_TYPE_UNIX_FD) == 0, state == .open {

@@ -153,13 +153,20 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     ///
     /// Every header field is validated first: libdbus aborts on invalid names.
     func makeRaw() throws(DBusError) -> OpaquePointer {
-        if let destination, !DBusNames.isValidBusName(destination) {
+        var names = ValidatedNames()
+        return try makeRaw(names: &names)
+    }
+
+    /// Builds the libdbus message, skipping the checks of names in `names` (and adding those
+    /// that pass).
+    func makeRaw(names: inout ValidatedNames) throws(DBusError) -> OpaquePointer {
+        if let destination, !names.isValid(destination, as: .busName) {
             throw .invalidArgument("'\(destination)' is not a valid bus name")
         }
-        if let interface, !DBusNames.isValidInterface(interface) {
+        if let interface, !names.isValid(interface, as: .interface) {
             throw .invalidArgument("'\(interface)' is not a valid interface name")
         }
-        if let member, !DBusNames.isValidMember(member) {
+        if let member, !names.isValid(member, as: .member) {
             throw .invalidArgument("'\(member)' is not a valid member name")
         }
         let raw: OpaquePointer?
@@ -177,7 +184,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
             if let raw { dbus_message_set_reply_serial(raw, replySerial) }
         case .error:
             let name = errorName ?? "org.freedesktop.DBus.Error.Failed"
-            guard DBusNames.isValidErrorName(name) else { throw .invalidArgument("'\(name)' is not a valid error name") }
+            guard names.isValid(name, as: .errorName) else { throw .invalidArgument("'\(name)' is not a valid error name") }
             raw = dbus_message_new(Int32(DBUS_MESSAGE_TYPE_ERROR))
             if let raw {
                 dbus_message_set_error_name(raw, name)
