@@ -1,5 +1,4 @@
 import CGLib
-import Synchronization
 
 /// The timers of one `MainLoop`: a deadline heap behind a single GLib source, ready at the
 /// earliest deadline.
@@ -35,7 +34,8 @@ final class TimerQueue: Sendable {
         var armedReadyTime: Int = -1
     }
 
-    private let state = Mutex(State())
+    /// A pthread lock (`LoopLock`), which ThreadSanitizer sees, unlike `Synchronization.Mutex`.
+    private let state = LoopLock(State())
     nonisolated(unsafe) private let source: UnsafeMutablePointer<GSource>?
 
     init(context: OpaquePointer) {
