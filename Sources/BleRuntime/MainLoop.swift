@@ -55,6 +55,8 @@ public final class MainLoop: Sendable {
     /// `drain()`, which runs on the loop thread alone.
     nonisolated(unsafe) private var spare: [Work] = []
     private let stoppedCondition = NSCondition()
+    /// Every `LoopTimer` of this loop, behind one GLib source.
+    let timers: TimerQueue
 
     /// A loop over a new GLib main context. With `startsOnFirstUse`, the first `perform` starts
     /// a thread for it; otherwise the caller runs it with `run()` or `start()`.
@@ -63,10 +65,12 @@ public final class MainLoop: Sendable {
         loop = g_main_loop_new(context, 0)
         self.name = name
         self.startsOnFirstUse = startsOnFirstUse
+        timers = TimerQueue(context: context)
         drainSource = DrainSource.make(for: self)
     }
 
     deinit {
+        timers.detach()
         if let drainSource {
             g_source_destroy(drainSource)
             g_source_unref(drainSource)

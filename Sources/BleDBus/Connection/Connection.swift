@@ -62,6 +62,10 @@ public final class Connection {
     private var dispatchScheduled = false
     private var disconnectHandlers: [UInt64: @BleLoop () -> Void] = [:]
     private var nextDisconnectHandlerID: UInt64 = 1
+    /// Strings of received messages, reused by the next ones (see `StringCache`).
+    private var receivedStrings = StringCache()
+    /// Names this connection sent before (see `ValidatedNames`).
+    private var sentNames = ValidatedNames()
 
     private init(raw: OpaquePointer, address: String) {
         self.raw = raw
@@ -127,12 +131,12 @@ public final class Connection {
     /// libdbus queued received messages. While a watch is being handled the loop dispatches
     /// them as soon as libdbus returns, so only messages that arrive some other way need a
     /// dispatch scheduled.
-    fileprivate func incomingQueued() {
+    func incomingQueued() {
         guard integration?.isHandling != true else { return }
         scheduleDispatch()
     }
 
-    fileprivate func scheduleDispatch() {
+    func scheduleDispatch() {
         guard !dispatchScheduled, state != .closed else { return }
         dispatchScheduled = true
         BleLoop.perform { [weak self] in
@@ -152,10 +156,10 @@ public final class Connection {
         }
     }
 
-    fileprivate func handleIncoming(_ rawMessage: OpaquePointer) -> DBusHandlerResult {
+    func handleIncoming(_ rawMessage: OpaquePointer) -> DBusHandlerResult {
         let message: DBusMessage
         do {
-            message = try DBusMessage(decoding: rawMessage)
+            message = try DBusMessage(decoding: rawMessage, strings: &receivedStrings)
         } catch {
             return handleUndecodable(rawMessage, error: error)
         }
@@ -201,7 +205,7 @@ public final class Connection {
     @discardableResult
     public func send(_ message: DBusMessage) throws(DBusError) -> UInt32 {
         guard state != .closed else { throw .disconnected }
-        let rawMessage = try message.makeRaw()
+        let rawMessage = try message.makeRaw(names: &sentNames)
         defer { dbus_message_unref(rawMessage) }
         if message.body.contains(where: DBusValue.containsFileDescriptor),
            dbus_connection_can_send_type(raw, DBUS_TYPE_UNIX_FD) == 0, state == .open {
@@ -447,131 +451,5 @@ public final class Connection {
         }
         integration?.detach()
         dbus_connection_unref(raw)
-    }
-}
-
-/// A call that awaits its reply or a free slot.
-@BleLoop
-final class PendingCall {
-    let id: UInt64
-    let message: DBusMessage
-    let completion: @BleLoop (Result<DBusMessage, DBusError>) -> Void
-    /// When the call times out, counted from when it was started (queued or not).
-    let deadline: ContinuousClock.Instant
-    /// The timeout it was given, for the error.
-    let timeoutSeconds: Double
-    var serial: UInt32?
-
-    init(id: UInt64, message: DBusMessage, deadline: ContinuousClock.Instant, timeoutSeconds: Double,
-         completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
-        self.id = id
-        self.message = message
-        self.deadline = deadline
-        self.timeoutSeconds = timeoutSeconds
-        self.completion = completion
-    }
-}
-
-/// Call deadlines, earliest first (a binary min-heap; ties in call order).
-struct DeadlineHeap {
-    private var entries: [(deadline: ContinuousClock.Instant, id: UInt64)] = []
-
-    var first: (deadline: ContinuousClock.Instant, id: UInt64)? { entries.first }
-
-    mutating func insert(_ deadline: ContinuousClock.Instant, id: UInt64) {
-        entries.append((deadline, id))
-        var child = entries.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.precedes(entries[child], entries[parent]) else { break }
-            entries.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func removeFirst() {
-        guard !entries.isEmpty else { return }
-        entries.swapAt(0, entries.count - 1)
-        entries.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < entries.count, Self.precedes(entries[left], entries[smallest]) { smallest = left }
-            if right < entries.count, Self.precedes(entries[right], entries[smallest]) { smallest = right }
-            guard smallest != parent else { return }
-            entries.swapAt(parent, smallest)
-            parent = smallest
-        }
-    }
-
-    private static func precedes(_ lhs: (deadline: ContinuousClock.Instant, id: UInt64),
-                                 _ rhs: (deadline: ContinuousClock.Instant, id: UInt64)) -> Bool {
-        lhs.deadline != rhs.deadline ? lhs.deadline < rhs.deadline : lhs.id < rhs.id
-    }
-}
-
-// The libdbus callbacks of every connection. They are file-level functions on purpose: a
-// closure written inside `@BleLoop` code is isolated to the loop, and its C entry point then
-// checks that isolation with the concurrency runtime on every call (several per message).
-
-private func connectionFilter(_ connection: OpaquePointer?, _ message: OpaquePointer?,
-                              _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
-    guard let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-    // libdbus calls filters on the thread that dispatches, the loop's: the message never
-    // leaves it, whatever the checker cannot see through C.
-    guard let rawMessage = message else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-    nonisolated(unsafe) let unsafeMessage = rawMessage
-    let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
-    return BleLoop.assumeIsolated {
-        box.connection?.handleIncoming(unsafeMessage) ?? DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-    }
-}
-
-private func connectionDispatchStatusChanged(_ connection: OpaquePointer?, _ status: DBusDispatchStatus,
-                                             _ data: UnsafeMutableRawPointer?) {
-    guard let data, status == DBUS_DISPATCH_DATA_REMAINS else { return }
-    let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
-    // libdbus forbids dispatching from inside this callback: the connection defers it.
-    if MainLoop.shared.isCurrent {
-        BleLoop.assumeIsolated { box.connection?.incomingQueued() }
-    } else {
-        BleLoop.perform { box.connection?.scheduleDispatch() }
-    }
-}
-
-private func connectionWakeUpLoop(_ data: UnsafeMutableRawPointer?) {
-    // libdbus asks for this on every send. On the loop thread (always, in BleKit) the loop is
-    // not in poll() and looks at the watches again before it sleeps, so the eventfd write, and
-    // the extra iteration it causes, would buy nothing.
-    guard !MainLoop.shared.isCurrent else { return }
-    g_main_context_wakeup(MainLoop.shared.context)
-}
-
-private func connectionReleaseBox(_ data: UnsafeMutableRawPointer?) {
-    guard let data else { return }
-    Unmanaged<WeakConnection>.fromOpaque(data).release()
-}
-
-/// Lets C callbacks reach a connection without keeping it alive.
-final class WeakConnection: @unchecked Sendable {
-    // Only read on the loop thread, inside BleLoop.assumeIsolated.
-    weak var connection: Connection?
-    init(_ connection: Connection) { self.connection = connection }
-}
-
-extension DBusValue {
-    static func containsFileDescriptor(_ value: DBusValue) -> Bool {
-        switch value {
-        case .unixFD: return true
-        case .variant(let inner): return containsFileDescriptor(inner)
-        case .array(let element, let values):
-            return element == .unixFD || element == .variant || !element.isBasic ? values.contains(where: containsFileDescriptor) : false
-        case .structure(let fields): return fields.contains(where: containsFileDescriptor)
-        case .dictionary(_, _, let entries):
-            return entries.contains { containsFileDescriptor($0.key) || containsFileDescriptor($0.value) }
-        default: return false
-        }
     }
 }

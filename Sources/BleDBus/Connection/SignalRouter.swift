@@ -101,15 +101,36 @@ public final class SignalRouter {
            message.sender == "org.freedesktop.DBus" {
             noteOwnerChange(message)
         }
-        var ids: [UInt64] = pathless
-        if let path = message.path, let exact = byPath[path] { ids.append(contentsOf: exact) }
-        if ids.count > 1 { ids.sort() }
-        for id in ids {
-            // A handler may cancel others; look each up again.
-            guard let subscription = subscriptions[id] else { continue }
-            guard subscription.match.matchesFields(of: message), senderMatches(subscription.match.sender, message.sender) else {
-                continue
+        // Both lists hold ids in subscription order (ids only grow, removal keeps the order):
+        // merging them delivers in that order without building and sorting a list per signal.
+        let general = pathless
+        let exact = message.path.flatMap { byPath[$0] } ?? []
+        var generalIndex = 0
+        var exactIndex = 0
+        // Subscriptions of one object nearly all name the same sender: resolve it once.
+        var resolvedSender: (wanted: String, matches: Bool)?
+        while generalIndex < general.count || exactIndex < exact.count {
+            let id: UInt64
+            if exactIndex == exact.count || (generalIndex < general.count && general[generalIndex] < exact[exactIndex]) {
+                id = general[generalIndex]
+                generalIndex += 1
+            } else {
+                id = exact[exactIndex]
+                exactIndex += 1
             }
+            // A handler may cancel others; look each up again.
+            guard let subscription = subscriptions[id], subscription.match.matchesFields(of: message) else { continue }
+            if let wanted = subscription.match.sender {
+                let matches: Bool
+                if let resolvedSender, resolvedSender.wanted == wanted {
+                    matches = resolvedSender.matches
+                } else {
+                    matches = senderMatches(wanted, message.sender)
+                    resolvedSender = (wanted, matches)
+                }
+                guard matches else { continue }
+            }
+            // Owners change only in `noteOwnerChange` above, never inside a handler.
             subscription.handler(message)
         }
     }

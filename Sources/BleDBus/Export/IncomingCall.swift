@@ -35,7 +35,7 @@ public final class IncomingCall {
         isAnswered = true
         let reply = DBusMessage(kind: .methodReturn, serial: 0, replySerial: message.serial, sender: nil,
                                 destination: message.sender, path: nil, interface: nil, member: nil, errorName: nil,
-                                signature: values.map(\.type.signature).joined(), body: values, noReplyExpected: true)
+                                signature: nil, body: values, noReplyExpected: true)
         do {
             try connection?.send(reply)
         } catch {

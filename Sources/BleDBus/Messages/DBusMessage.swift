@@ -37,7 +37,13 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     /// For error replies: the error name.
     public var errorName: String?
     /// The body's signature.
-    public var signature: String
+    public var signature: String {
+        get { storedSignature ?? body.map(MessageEncoder.signature(of:)).joined() }
+        set { storedSignature = newValue }
+    }
+    /// The signature as received or set; nil for a message built here, whose signature follows
+    /// its body (computed when asked: sending never needs the text).
+    private var storedSignature: String?
     /// The body.
     public var body: [DBusValue]
     /// For calls: the caller does not want a reply.
@@ -48,7 +54,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
                                   body: [DBusValue] = []) -> DBusMessage {
         DBusMessage(kind: .methodCall, serial: 0, replySerial: 0, sender: nil, destination: destination, path: path,
                     interface: interface, member: member, errorName: nil,
-                    signature: body.map(\.type.signature).joined(), body: body, noReplyExpected: false)
+                    signature: nil, body: body, noReplyExpected: false)
     }
 
     /// A signal to emit.
@@ -56,7 +62,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
                               destination: String? = nil) -> DBusMessage {
         DBusMessage(kind: .signal, serial: 0, replySerial: 0, sender: nil, destination: destination, path: path,
                     interface: interface, member: member, errorName: nil,
-                    signature: body.map(\.type.signature).joined(), body: body, noReplyExpected: true)
+                    signature: nil, body: body, noReplyExpected: true)
     }
 
     /// Parses the D-Bus wire format (as `dbus_message_marshal` writes it).
@@ -96,8 +102,15 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         return Data(bytes: buffer, count: Int(length))
     }
 
-    /// Decodes a libdbus message; used for every received message.
+    /// Decodes a libdbus message on its own (parsed wire bytes).
     init(decoding raw: OpaquePointer) throws(DBusError) {
+        var strings = StringCache()
+        try self.init(decoding: raw, strings: &strings)
+    }
+
+    /// Decodes a libdbus message; used for every received message. `strings` carries the
+    /// header and body strings of earlier messages on the connection, which repeat.
+    init(decoding raw: OpaquePointer, strings: inout StringCache) throws(DBusError) {
         switch dbus_message_get_type(raw) {
         case Int32(DBUS_MESSAGE_TYPE_METHOD_CALL): kind = .methodCall
         case Int32(DBUS_MESSAGE_TYPE_METHOD_RETURN): kind = .methodReturn
@@ -107,19 +120,20 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         }
         serial = dbus_message_get_serial(raw)
         replySerial = dbus_message_get_reply_serial(raw)
-        sender = dbus_message_get_sender(raw).map { String(cString: $0) }
-        destination = dbus_message_get_destination(raw).map { String(cString: $0) }
-        path = dbus_message_get_path(raw).map { ObjectPath(unchecked: String(cString: $0)) }
-        interface = dbus_message_get_interface(raw).map { String(cString: $0) }
-        member = dbus_message_get_member(raw).map { String(cString: $0) }
-        errorName = dbus_message_get_error_name(raw).map { String(cString: $0) }
-        signature = dbus_message_get_signature(raw).map { String(cString: $0) } ?? ""
+        // libdbus validated every header field already (names, path, signature).
+        sender = strings.string(dbus_message_get_sender(raw))
+        destination = strings.string(dbus_message_get_destination(raw))
+        path = strings.string(dbus_message_get_path(raw)).map { ObjectPath(unchecked: $0) }
+        interface = strings.string(dbus_message_get_interface(raw))
+        member = strings.string(dbus_message_get_member(raw))
+        errorName = strings.string(dbus_message_get_error_name(raw))
+        storedSignature = strings.string(dbus_message_get_signature(raw)) ?? ""
         noReplyExpected = dbus_message_get_no_reply(raw) != 0
-        body = try MessageDecoder.decodeBody(of: raw)
+        body = try MessageDecoder.decodeBody(of: raw, strings: &strings)
     }
 
     init(kind: Kind, serial: UInt32, replySerial: UInt32, sender: String?, destination: String?, path: ObjectPath?,
-         interface: String?, member: String?, errorName: String?, signature: String, body: [DBusValue],
+         interface: String?, member: String?, errorName: String?, signature: String?, body: [DBusValue],
          noReplyExpected: Bool) {
         self.kind = kind
         self.serial = serial
@@ -130,7 +144,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         self.interface = interface
         self.member = member
         self.errorName = errorName
-        self.signature = signature
+        self.storedSignature = signature
         self.body = body
         self.noReplyExpected = noReplyExpected
     }
@@ -139,13 +153,20 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     ///
     /// Every header field is validated first: libdbus aborts on invalid names.
     func makeRaw() throws(DBusError) -> OpaquePointer {
-        if let destination, !DBusNames.isValidBusName(destination) {
+        var names = ValidatedNames()
+        return try makeRaw(names: &names)
+    }
+
+    /// Builds the libdbus message, skipping the checks of names in `names` (and adding those
+    /// that pass).
+    func makeRaw(names: inout ValidatedNames) throws(DBusError) -> OpaquePointer {
+        if let destination, !names.isValid(destination, as: .busName) {
             throw .invalidArgument("'\(destination)' is not a valid bus name")
         }
-        if let interface, !DBusNames.isValidInterface(interface) {
+        if let interface, !names.isValid(interface, as: .interface) {
             throw .invalidArgument("'\(interface)' is not a valid interface name")
         }
-        if let member, !DBusNames.isValidMember(member) {
+        if let member, !names.isValid(member, as: .member) {
             throw .invalidArgument("'\(member)' is not a valid member name")
         }
         let raw: OpaquePointer?
@@ -163,7 +184,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
             if let raw { dbus_message_set_reply_serial(raw, replySerial) }
         case .error:
             let name = errorName ?? "org.freedesktop.DBus.Error.Failed"
-            guard DBusNames.isValidErrorName(name) else { throw .invalidArgument("'\(name)' is not a valid error name") }
+            guard names.isValid(name, as: .errorName) else { throw .invalidArgument("'\(name)' is not a valid error name") }
             raw = dbus_message_new(Int32(DBUS_MESSAGE_TYPE_ERROR))
             if let raw {
                 dbus_message_set_error_name(raw, name)

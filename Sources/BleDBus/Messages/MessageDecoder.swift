@@ -7,11 +7,26 @@ struct MessageDecoder {
     /// Array signatures seen in this message, parsed once: BlueZ replies repeat `a{sv}` and
     /// `as` thousands of times.
     private var parsedArrayTypes: [String: DBusType] = [:]
+    /// The strings of this and earlier messages, borrowed from the caller for the decode.
+    private var strings: StringCache
+
+    private init(strings: StringCache) {
+        self.strings = strings
+    }
 
     static func decodeBody(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
-        var decoder = MessageDecoder()
+        var strings = StringCache()
+        return try decodeBody(of: message, strings: &strings)
+    }
+
+    /// Decodes with `strings`, which keeps what this message added for the next one.
+    static func decodeBody(of message: OpaquePointer, strings: inout StringCache) throws(DBusError) -> [DBusValue] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
+        // Moved in and back out, so the cache's buffers are not copied on write.
+        var decoder = MessageDecoder(strings: strings)
+        strings = StringCache()
+        defer { strings = decoder.strings }
         var values: [DBusValue] = []
         repeat {
             values.append(try decoder.decodeCurrent(&iter))
@@ -110,9 +125,8 @@ struct MessageDecoder {
             guard let pointer, count > 0 else { return .bytes(Data()) }
             return .bytes(Data(bytes: pointer, count: Int(count)))
         }
-        let arrayType = try arrayType(of: iter, elementCode: elementCode)
-        switch arrayType {
-        case .dictionary(let key, let value):
+        if elementCode == DBUS_TYPE_DICT_ENTRY {
+            let (key, value) = try entryTypes(of: iter, firstEntry: sub)
             var entries: [DBusDictionaryEntry] = []
             while dbus_message_iter_get_arg_type(&sub) == DBUS_TYPE_DICT_ENTRY {
                 var entryIter = DBusMessageIter()
@@ -126,20 +140,48 @@ struct MessageDecoder {
                 dbus_message_iter_next(&sub)
             }
             return .dictionary(key: key, value: value, entries)
-        case .array(let element):
-            var values: [DBusValue] = []
-            while dbus_message_iter_get_arg_type(&sub) != DBUS_TYPE_INVALID {
-                values.append(try decodeCurrent(&sub))
-                dbus_message_iter_next(&sub)
-            }
-            return .array(element: element, values)
-        default:
-            throw .malformedMessage("array with signature \(arrayType)")
         }
+        let element: DBusType
+        if let basic = MessageDecoder.basicType(elementCode) {
+            element = basic
+        } else {
+            guard case .array(let parsed) = try arrayType(of: iter) else {
+                throw .malformedMessage("array of type code \(elementCode) without an element type")
+            }
+            element = parsed
+        }
+        var values: [DBusValue] = []
+        while dbus_message_iter_get_arg_type(&sub) != DBUS_TYPE_INVALID {
+            values.append(try decodeCurrent(&sub))
+            dbus_message_iter_next(&sub)
+        }
+        return .array(element: element, values)
     }
 
-    private mutating func arrayType(of iter: UnsafeMutablePointer<DBusMessageIter>, elementCode: Int32) throws(DBusError) -> DBusType {
-        if let basic = MessageDecoder.basicType(elementCode) { return .array(basic) }
+    /// The key and value types of a dictionary. A first entry with a basic key and a basic or
+    /// variant value tells them by its type codes (every entry has the same types); otherwise,
+    /// and for an empty dictionary, they come from the array's signature.
+    private mutating func entryTypes(of iter: UnsafeMutablePointer<DBusMessageIter>,
+                                     firstEntry: DBusMessageIter) throws(DBusError) -> (key: DBusType, value: DBusType) {
+        var entries = firstEntry
+        if dbus_message_iter_get_arg_type(&entries) == DBUS_TYPE_DICT_ENTRY {
+            var entry = DBusMessageIter()
+            dbus_message_iter_recurse(&entries, &entry)
+            if let key = MessageDecoder.basicType(dbus_message_iter_get_arg_type(&entry)), key != .variant,
+               dbus_message_iter_next(&entry) != 0,
+               let value = MessageDecoder.basicType(dbus_message_iter_get_arg_type(&entry)) {
+                return (key, value)
+            }
+        }
+        let arrayType = try arrayType(of: iter)
+        guard case .dictionary(let key, let value) = arrayType else {
+            throw .malformedMessage("array with signature \(arrayType)")
+        }
+        return (key, value)
+    }
+
+    /// The array's complete type, from its signature (parsed once per message and signature).
+    private mutating func arrayType(of iter: UnsafeMutablePointer<DBusMessageIter>) throws(DBusError) -> DBusType {
         guard let raw = dbus_message_iter_get_signature(iter) else { throw .outOfMemory }
         defer { dbus_free(raw) }
         let text = String(cString: raw)
@@ -172,10 +214,10 @@ struct MessageDecoder {
         }
     }
 
-    private func readString(_ iter: UnsafeMutablePointer<DBusMessageIter>) -> String {
+    private mutating func readString(_ iter: UnsafeMutablePointer<DBusMessageIter>) -> String {
         var pointer: UnsafePointer<CChar>?
         dbus_message_iter_get_basic(iter, &pointer)
         guard let pointer else { return "" }
-        return String(cString: pointer)
+        return strings.string(pointer)
     }
 }

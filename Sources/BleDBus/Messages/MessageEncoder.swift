@@ -8,8 +8,12 @@ import Foundation
 enum MessageEncoder {
     /// Appends `values` to the body of `message`.
     static func append(_ values: [DBusValue], to message: OpaquePointer) throws(DBusError) {
-        for (index, value) in values.enumerated() {
-            try validate(value, depth: NestingDepth(), context: "argument \(index)")
+        for index in values.indices {
+            do throws(InvalidValue) {
+                try validate(values[index], depth: NestingDepth())
+            } catch {
+                throw error.dbusError(context: "argument \(index)")
+            }
         }
         var iter = DBusMessageIter()
         dbus_message_iter_init_append(message, &iter)
@@ -31,85 +35,169 @@ enum MessageEncoder {
         }
     }
 
+    /// Why a value cannot be sent, and where inside its argument: the place is collected on
+    /// the way out of a failed check, so a value that passes costs no text at all (building
+    /// the context on the way in cost more than the checks).
+    struct InvalidValue: Error {
+        /// `invalidArgument` (the caller's data) or `encoding` (an inconsistent value).
+        let isArgumentError: Bool
+        let problem: String
+        /// Between the place and the problem.
+        var separator = ": "
+        /// Innermost last: `[3]`, `.1`, `<>`, `['key']`.
+        var place: [String] = []
+
+        static func argument(_ problem: String) -> InvalidValue { InvalidValue(isArgumentError: true, problem: problem) }
+        static func encoding(_ problem: String) -> InvalidValue { InvalidValue(isArgumentError: false, problem: problem) }
+
+        func inside(_ component: String) -> InvalidValue {
+            var outer = self
+            outer.place.append(component)
+            return outer
+        }
+
+        func dbusError(context: String) -> DBusError {
+            let text = context + place.reversed().joined() + separator + problem
+            return isArgumentError ? .invalidArgument(text) : .encoding(text)
+        }
+    }
+
     /// The D-Bus limit on containers nested inside each other, variants included.
     static let maximumTotalDepth = 64
 
-    /// `context` names the value in errors; it is built only when one is thrown, since
-    /// interpolating it for every argument and every container element cost more than the check.
-    static func validate(_ value: DBusValue, depth: NestingDepth, context: @autoclosure () -> String) throws(DBusError) {
+    static func validate(_ value: DBusValue, depth: NestingDepth) throws(InvalidValue) {
         switch value {
         case .string(let text):
-            guard !text.utf8.contains(0) else {
-                throw .invalidArgument("\(context()): strings may not contain NUL characters")
-            }
+            guard !text.utf8.contains(0) else { throw .argument("strings may not contain NUL characters") }
         case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
              .objectPath, .signature:
             return
         case .unixFD(let descriptor):
-            guard descriptor.rawValue >= 0 else {
-                throw .encoding("\(context()): the file descriptor was already taken or closed")
-            }
+            guard descriptor.rawValue >= 0 else { throw .encoding("the file descriptor was already taken or closed") }
         case .bytes:
-            try check(depth.entering(array: true), context: context())
+            try check(depth.entering(array: true))
         case .array(let element, let values):
             let inner = depth.entering(array: true)
-            try check(inner, context: context())
-            try checkType(element, context: context())
-            for (index, item) in values.enumerated() {
+            try check(inner)
+            try checkType(element)
+            for index in values.indices {
+                let item = values[index]
                 let itemType = item.type
                 guard itemType == element || (element == .array(.byte) && itemType == .array(.byte)) else {
-                    throw .encoding("\(context())[\(index)] has type \(itemType) in an array of \(element)")
+                    throw InvalidValue(isArgumentError: false, problem: "has type \(itemType) in an array of \(element)",
+                                       separator: " ").inside("[\(index)]")
                 }
-                try validate(item, depth: inner, context: "\(context())[\(index)]")
+                do throws(InvalidValue) {
+                    try validate(item, depth: inner)
+                } catch {
+                    throw error.inside("[\(index)]")
+                }
             }
         case .dictionary(let keyType, let valueType, let entries):
-            guard keyType.isBasic else {
-                throw .encoding("\(context()): dictionary keys must be a basic type, not \(keyType)")
-            }
+            guard keyType.isBasic else { throw .encoding("dictionary keys must be a basic type, not \(keyType)") }
             var inner = depth.entering(array: true)
             inner.structures += 1
             inner.total += 1
-            try check(inner, context: context())
-            try checkType(valueType, context: context())
+            try check(inner)
+            try checkType(valueType)
             for entry in entries {
                 guard entry.key.type == keyType, entry.value.type == valueType else {
-                    throw .encoding("\(context()): entry \(entry.key) does not have type {\(keyType)\(valueType)}")
+                    throw .encoding("entry \(entry.key) does not have type {\(keyType)\(valueType)}")
                 }
-                try validate(entry.key, depth: inner, context: "\(context())[\(entry.key)]")
-                try validate(entry.value, depth: inner, context: "\(context())[\(entry.key)]")
+                do throws(InvalidValue) {
+                    try validate(entry.key, depth: inner)
+                    try validate(entry.value, depth: inner)
+                } catch {
+                    throw error.inside("[\(entry.key)]")
+                }
             }
         case .structure(let fields):
-            guard !fields.isEmpty else { throw .encoding("\(context()): structures need at least one field") }
+            guard !fields.isEmpty else { throw .encoding("structures need at least one field") }
             var inner = depth
             inner.structures += 1
             inner.total += 1
-            try check(inner, context: context())
-            for (index, field) in fields.enumerated() {
-                try validate(field, depth: inner, context: "\(context()).\(index)")
+            try check(inner)
+            for index in fields.indices {
+                do throws(InvalidValue) {
+                    try validate(fields[index], depth: inner)
+                } catch {
+                    throw error.inside(".\(index)")
+                }
             }
         case .variant(let inner):
             var nested = depth
             nested.total += 1
-            try check(nested, context: context())
-            try validate(inner, depth: nested, context: "\(context())<>")
+            try check(nested)
+            do throws(InvalidValue) {
+                try validate(inner, depth: nested)
+            } catch {
+                throw error.inside("<>")
+            }
         }
     }
 
-    private static func check(_ depth: NestingDepth, context: @autoclosure () -> String) throws(DBusError) {
+    private static func check(_ depth: NestingDepth) throws(InvalidValue) {
         guard depth.arrays <= DBusType.maximumNestingDepth,
               depth.structures <= DBusType.maximumNestingDepth,
               depth.total <= maximumTotalDepth else {
-            throw .encoding("\(context()): nested deeper than D-Bus allows (32 arrays, 32 structures, 64 in all)")
+            throw .encoding("nested deeper than D-Bus allows (32 arrays, 32 structures, 64 in all)")
         }
     }
 
     /// A declared element type must itself be a valid signature (e.g. no empty structure).
-    private static func checkType(_ type: DBusType, context: @autoclosure () -> String) throws(DBusError) {
+    private static func checkType(_ type: DBusType) throws(InvalidValue) {
+        // Parsing the signature again proves nothing for the shapes that cannot be invalid,
+        // and BlueZ's arguments are nearly all of them (`a{sv}`, `as`, `v`).
+        if isPlainlyValid(type) { return }
         do {
             _ = try DBusType.parseSingle(type.signature)
         } catch {
-            throw .encoding("\(context()): element type is invalid: \(error)")
+            throw .encoding("element type is invalid: \(error)")
         }
+    }
+
+    /// Basic types, variants, arrays of them and dictionaries of them: valid by construction.
+    static func isPlainlyValid(_ type: DBusType) -> Bool {
+        switch type {
+        case .array(let element): return element.isBasic || element == .variant
+        case .dictionary(let key, let value): return key.isBasic && (value.isBasic || value == .variant)
+        case .structure: return false
+        default: return true
+        }
+    }
+
+    /// The signature of `value`'s type, without building the type for the common values.
+    static func signature(of value: DBusValue) -> String {
+        switch value {
+        case .byte: return "y"
+        case .boolean: return "b"
+        case .int16: return "n"
+        case .uint16: return "q"
+        case .int32: return "i"
+        case .uint32: return "u"
+        case .int64: return "x"
+        case .uint64: return "t"
+        case .double: return "d"
+        case .string: return "s"
+        case .objectPath: return "o"
+        case .signature: return "g"
+        case .unixFD: return "h"
+        case .bytes: return "ay"
+        case .variant: return "v"
+        case .array(let element, _): return "a" + element.signature
+        case .dictionary(let key, let value, _): return entrySignature(key, value, brackets: "a{")
+        case .structure: return value.type.signature
+        }
+    }
+
+    /// `{KV}`, or `a{KV}` with `brackets` "a{".
+    private static func entrySignature(_ key: DBusType, _ value: DBusType, brackets: String) -> String {
+        if key == .string && value == .variant { return brackets == "{" ? "{sv}" : "a{sv}" }
+        var text = brackets
+        key.append(to: &text)
+        value.append(to: &text)
+        text.append("}")
+        return text
     }
 
     /// Appends an already validated value; false only when libdbus runs out of memory.
@@ -166,8 +254,8 @@ enum MessageEncoder {
             return close(&sub, in: iter, succeeded: ok)
         case .dictionary(let key, let valueType, let entries):
             var sub = DBusMessageIter()
-            let entrySignature = "{" + key.signature + valueType.signature + "}"
-            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, entrySignature, &sub) != 0 else { return false }
+            let entryType = entrySignature(key, valueType, brackets: "{")
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, entryType, &sub) != 0 else { return false }
             var ok = true
             for entry in entries where ok {
                 var entryIter = DBusMessageIter()
@@ -187,7 +275,7 @@ enum MessageEncoder {
             return close(&sub, in: iter, succeeded: ok)
         case .variant(let inner):
             var sub = DBusMessageIter()
-            guard dbus_message_iter_open_container(iter, DBUS_TYPE_VARIANT, inner.type.signature, &sub) != 0 else { return false }
+            guard dbus_message_iter_open_container(iter, DBUS_TYPE_VARIANT, signature(of: inner), &sub) != 0 else { return false }
             return close(&sub, in: iter, succeeded: appendValidated(inner, to: &sub))
         }
     }

@@ -40,9 +40,27 @@ public indirect enum DBusType: Hashable, Sendable, CustomStringConvertible {
 
     /// The signature text of this type, e.g. `a{sv}`.
     public var signature: String {
-        var text = ""
-        append(to: &text)
-        return text
+        // The one-character types are literals: no string is built for the commonest case.
+        switch self {
+        case .byte: return "y"
+        case .boolean: return "b"
+        case .int16: return "n"
+        case .uint16: return "q"
+        case .int32: return "i"
+        case .uint32: return "u"
+        case .int64: return "x"
+        case .uint64: return "t"
+        case .double: return "d"
+        case .string: return "s"
+        case .objectPath: return "o"
+        case .signature: return "g"
+        case .unixFD: return "h"
+        case .variant: return "v"
+        case .array, .dictionary, .structure:
+            var text = ""
+            append(to: &text)
+            return text
+        }
     }
 
     /// Same as `signature`.

@@ -4,7 +4,10 @@ import Foundation
 ///
 /// Byte arrays (`ay`) are always `.bytes(Data)`: decoding copies the payload once, straight from
 /// the message buffer, and `array(element: .byte, …)` is normalised to `.bytes` when encoded.
-public indirect enum DBusValue: Hashable, Sendable, CustomStringConvertible {
+///
+/// Only `variant` is boxed: an `indirect` enum allocates a heap box for every value, and a
+/// received BlueZ signal holds a dozen of them.
+public enum DBusValue: Hashable, Sendable, CustomStringConvertible {
     /// `y`
     case byte(UInt8)
     /// `b`
@@ -40,7 +43,7 @@ public indirect enum DBusValue: Hashable, Sendable, CustomStringConvertible {
     /// `(…)`
     case structure([DBusValue])
     /// `v`
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 
     /// The type of this value.
     public var type: DBusType {
