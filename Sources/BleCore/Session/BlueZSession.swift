@@ -36,6 +36,9 @@ final class BlueZSession {
     /// Peripherals by the path of their `Device1` object: GATT events are routed by the device
     /// part of their path, found in one pass over the path's bytes.
     private var routes: [ObjectPath: Peripheral] = [:]
+    /// GATT object paths already routed once: the next event of the same characteristic finds
+    /// its peripheral with one lookup, without building its device path again.
+    private var attributeRoutes: [ObjectPath: Peripheral] = [:]
 
     nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue) {
         self.options = options
@@ -107,6 +110,7 @@ final class BlueZSession {
         let peripherals = Array(routes.values)
         for peripheral in peripherals { peripheral.sessionClosed(reason) }
         routes.removeAll()
+        attributeRoutes.removeAll()
         connection?.close()
     }
 
@@ -124,6 +128,7 @@ final class BlueZSession {
             routes.removeValue(forKey: existing)
         }
         routes[path] = peripheral
+        attributeRoutes.removeAll()
     }
 
     /// The peripheral registered for the device at `path`.
@@ -131,8 +136,10 @@ final class BlueZSession {
 
     /// The peripheral whose device holds `path` (a service, characteristic or descriptor).
     func peripheral(containing path: ObjectPath) -> Peripheral? {
-        guard let device = path.ancestor(depth: ObjectCache.deviceDepth) else { return nil }
-        return routes[device]
+        if let known = attributeRoutes[path] { return known }
+        guard let device = path.ancestor(depth: ObjectCache.deviceDepth), let peripheral = routes[device] else { return nil }
+        attributeRoutes[path] = peripheral
+        return peripheral
     }
 
     /// Every registered peripheral.
@@ -158,13 +165,16 @@ final class BlueZSession {
             }
         case .removed(let path, let interfaces, _):
             if interfaces.contains(where: BlueZ.isGattInterface) {
-                peripheral(containing: path)?.gattObjectRemoved(path)
+                let owner = peripheral(containing: path)
+                attributeRoutes.removeValue(forKey: path)
+                owner?.gattObjectRemoved(path)
             } else {
                 onCentralEvent?(event)
             }
         case .notified(let path, let value):
             peripheral(containing: path)?.valueNotified(path, value)
         case .daemonLost, .loaded, .loadFailed:
+            attributeRoutes.removeAll()
             onCentralEvent?(event)
         }
     }
