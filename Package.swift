@@ -32,7 +32,9 @@ let package = Package(
         .target(name: "BlueZVocabulary", dependencies: ["BleDBus"]),
         .target(name: "BleSim", dependencies: ["BleDBus", "BlueZVocabulary"], exclude: ["README.md"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
-        .target(name: "BleCore", dependencies: ["BleDBus", "BlueZVocabulary"]),
+        // recvmmsg, which the Glibc module does not expose: a batch of notification records per system call.
+        .target(name: "CSocketShim"),
+        .target(name: "BleCore", dependencies: ["BleDBus", "BlueZVocabulary", "CSocketShim"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim", "BlueZVocabulary"]),
         .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "DataLoggerExample"]),
         // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.

@@ -1,5 +1,6 @@
 import BleDBus
 import Foundation
+import CSocketShim
 import Glibc
 
 extension Peripheral {
@@ -119,27 +120,31 @@ extension Peripheral {
     @BleLoop private func notifySocketReadable(_ characteristic: Characteristic, _ subscription: NotifySubscription,
                                                events: FileDescriptorWatch.Events) {
         guard characteristic.subscription === subscription, let descriptor = subscription.descriptor else { return }
-        // One notification is at most 512 bytes of value; the buffer holds any SEQPACKET record.
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        for _ in 0..<Self.packetsPerWakeUp {
-            let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if count > 0 {
-                deliverNotification(Data(buffer[0..<count]), characteristic)
+        // One system call takes every record waiting, up to the budget (recvmmsg). Each is
+        // copied out before any is delivered: a callback may run code that reads again.
+        let records = NotifyRecords.shared
+        let received = blekit_receive_records(descriptor, records.buffer, NotifyRecords.recordSize,
+                                              UInt32(Self.packetsPerWakeUp), records.lengths)
+        if received < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK, !events.contains(.hangUp), !events.contains(.error) { return }
+        } else {
+            var values: [Data] = []
+            values.reserveCapacity(Int(received))
+            var ended = received == 0
+            for index in 0..<Int(received) {
+                let length = records.lengths[index]
+                // A zero-length record is SEQPACKET's end of file.
+                guard length > 0 else { ended = true; break }
+                values.append(Data(bytes: records.buffer + index * NotifyRecords.recordSize, count: length))
+            }
+            for value in values {
+                deliverNotification(value, characteristic)
                 // A callback may have turned notifications off or the link may be gone.
                 guard characteristic.subscription === subscription, subscription.descriptor == descriptor else { return }
-                continue
             }
-            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                if events.contains(.hangUp) || events.contains(.error) { break }
-                return
-            }
-            break
-        }
-        if subscription.descriptor == descriptor, !events.contains(.hangUp), !events.contains(.error) {
-            // Budget used up with data left: the level-triggered watch brings us back.
-            var probe: UInt8 = 0
-            let peeked = recv(descriptor, &probe, 1, Int32(MSG_DONTWAIT | MSG_PEEK))
-            if peeked > 0 || (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { return }
+            // A full batch may have left more: the level-triggered watch brings us back.
+            if !ended, Int(received) == Self.packetsPerWakeUp { return }
+            if !ended, !events.contains(.hangUp), !events.contains(.error) { return }
         }
         // EOF or hang-up. bluetoothd 5.66 closes these sockets on link loss too, often just
         // before Connected=false; on some devices AcquireNotify ends this way while the link
@@ -238,5 +243,22 @@ extension Peripheral {
         if case .acquired(let descriptor) = characteristic.writer.mode { Glibc.close(descriptor) }
         characteristic.writer.writableWatch?.cancel()
         characteristic.writer = WriteChannel()
+    }
+}
+
+/// The loop's one buffer for notification records: every socket read happens on the loop, one
+/// at a time, so one buffer serves them all without an allocation per read.
+@BleLoop
+final class NotifyRecords {
+    /// A record holds one notification (at most 512 bytes of value) with room to spare.
+    static let recordSize = 1024
+    static let shared = NotifyRecords()
+
+    let buffer: UnsafeMutablePointer<UInt8>
+    let lengths: UnsafeMutablePointer<Int>
+
+    private init() {
+        buffer = .allocate(capacity: Self.recordSize * Peripheral.packetsPerWakeUp)
+        lengths = .allocate(capacity: Peripheral.packetsPerWakeUp)
     }
 }
