@@ -33,8 +33,7 @@ let package = Package(
         .target(name: "BleSim", dependencies: ["BleDBus", "BlueZVocabulary"], exclude: ["README.md"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
         // recvmmsg, which the Glibc module does not expose: a batch of notification records per system call.
-        // DWARF 4, as the Swift targets: valgrind 3.19 (Benchmarks/profile-roundtrip) cannot read clang's DWARF 5.
-        .target(name: "CSocketShim", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
+        .target(name: "CSocketShim"),
         .target(name: "BleCore", dependencies: ["BleDBus", "BlueZVocabulary", "CSocketShim"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim", "BlueZVocabulary"]),
         .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "DataLoggerExample"]),
