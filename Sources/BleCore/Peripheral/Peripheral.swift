@@ -9,6 +9,9 @@ import Glibc
 /// (`CentralManagerOptions.operationTimeout`) or — all at once — a disconnect. Operations on one
 /// characteristic or descriptor run one at a time, because bluetoothd refuses a second write
 /// with InProgress.
+// @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
+// isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
+// code calls it from any thread without `await`.
 public final class Peripheral: @unchecked Sendable {
     /// Stable across runs: a name-based UUID of the adapter's and the device's addresses.
     public let identifier: UUID
