@@ -2,6 +2,9 @@ import BleDBus
 import Dispatch
 import Foundation
 
+// @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
+// isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
+// code calls it from any thread without `await`.
 /// The central role over BlueZ, shaped like CoreBluetooth's `CBCentralManager`.
 ///
 /// Methods may be called from any thread; they hop onto BleKit's loop (`BleLoop`), where all
@@ -10,9 +13,6 @@ import Foundation
 /// manager follows adapters appearing, powering and disappearing, and bluetoothd leaving and
 /// returning on the bus (pending operations fail, peripherals disconnect, the cache is rebuilt
 /// and a requested scan resumes).
-// @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
-// isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
-// code calls it from any thread without `await`.
 public final class CentralManager: @unchecked Sendable {
     /// The options it was made with.
     public let options: CentralManagerOptions

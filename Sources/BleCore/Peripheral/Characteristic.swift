@@ -1,10 +1,10 @@
 import BleDBus
 import Foundation
 
-/// A GATT characteristic (BlueZ `GattCharacteristic1`), as CoreBluetooth's `CBCharacteristic`.
 // @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
 // isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
 // code calls it from any thread without `await`.
+/// A GATT characteristic (BlueZ `GattCharacteristic1`), as CoreBluetooth's `CBCharacteristic`.
 public final class Characteristic: @unchecked Sendable {
     /// The characteristic UUID.
     public let uuid: BluetoothUUID

@@ -1,10 +1,10 @@
 import BleDBus
 import Foundation
 
-/// A GATT descriptor (BlueZ `GattDescriptor1`), as CoreBluetooth's `CBDescriptor`.
 // @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
 // isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
 // code calls it from any thread without `await`.
+/// A GATT descriptor (BlueZ `GattDescriptor1`), as CoreBluetooth's `CBDescriptor`.
 public final class Descriptor: @unchecked Sendable {
     /// The descriptor UUID (0x2902 is the CCCD, which BlueZ manages itself: use `setNotifyValue`).
     public let uuid: BluetoothUUID

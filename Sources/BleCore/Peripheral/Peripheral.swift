@@ -2,6 +2,9 @@ import BleDBus
 import Foundation
 import Glibc
 
+// @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
+// isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
+// code calls it from any thread without `await`.
 /// A remote peripheral (BlueZ `Device1`), as CoreBluetooth's `CBPeripheral`.
 ///
 /// Methods may be called from any thread; results arrive through `delegate` and
@@ -9,9 +12,6 @@ import Glibc
 /// (`CentralManagerOptions.operationTimeout`) or — all at once — a disconnect. Operations on one
 /// characteristic or descriptor run one at a time, because bluetoothd refuses a second write
 /// with InProgress.
-// @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
-// isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
-// code calls it from any thread without `await`.
 public final class Peripheral: @unchecked Sendable {
     /// Stable across runs: a name-based UUID of the adapter's and the device's addresses.
     public let identifier: UUID

@@ -1,9 +1,9 @@
 import BleDBus
 
-/// A GATT service of a peripheral (BlueZ `GattService1`), as CoreBluetooth's `CBService`.
 // @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
 // isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
 // code calls it from any thread without `await`.
+/// A GATT service of a peripheral (BlueZ `GattService1`), as CoreBluetooth's `CBService`.
 public final class Service: @unchecked Sendable {
     /// The service UUID.
     public let uuid: BluetoothUUID
