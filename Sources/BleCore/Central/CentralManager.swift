@@ -7,9 +7,11 @@ import Foundation
 // code calls it from any thread without `await`.
 /// The central role over BlueZ, shaped like CoreBluetooth's `CBCentralManager`.
 ///
-/// Methods may be called from any thread; they hop onto BleKit's loop (`BleLoop`), where all
-/// state lives. Delegate callbacks arrive in order on the loop, or on `queue` when one is
-/// given. Everything reads one cache of BlueZ's objects, kept current from its signals; the
+/// Methods may be called from any thread: from another thread they are queued onto BleKit's
+/// loop (`BleLoop`), where all state lives; on the loop (inside a callback) they run at once.
+/// Delegate callbacks arrive in order on the loop, or on `queue` when one is given, never from
+/// inside the call that caused them. The manager and its peripherals share one BlueZ session:
+/// one cache of BlueZ's objects, kept current from its signals; the
 /// manager follows adapters appearing, powering and disappearing, and bluetoothd leaving and
 /// returning on the bus (pending operations fail, peripherals disconnect, the cache is rebuilt
 /// and a requested scan resumes).
