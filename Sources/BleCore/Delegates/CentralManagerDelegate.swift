@@ -14,7 +14,8 @@ public protocol CentralManagerDelegate: AnyObject {
     func centralManager(_ central: CentralManager, willRestoreState dict: [String: Any])
     /// A scan found (or, with duplicates allowed, heard again) a peripheral.
     func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int)
-    /// The peripheral is connected and its GATT services are resolved.
+    /// The peripheral is connected and BlueZ has resolved its GATT services; call
+    /// `discoverServices` (it answers at once from BlueZ's cache), as with CoreBluetooth.
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
     /// `connect` failed; `error` is a `BleError`.
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?)
