@@ -202,8 +202,14 @@ public final class Peripheral: @unchecked Sendable {
     /// `characteristic.value` is this value, not whatever arrived since.
     @BleLoop func emitValue(_ value: Data?, for characteristic: Characteristic, error: BleError?) {
         for observer in loopObservers { observer.value?.peripheral(self, didReceive: value, for: characteristic, error: error) }
+        if session.callbacks.runsAtOnce {
+            // On the loop the callback runs now, before anything else can change `value`: the
+            // commonest callback of all is called directly, without a closure per event.
+            delegate?.peripheral(self, didUpdateValueFor: characteristic, error: error)
+            if !multiDelegate.isEmpty { multiDelegate.peripheral(self, didUpdateValueFor: characteristic, error: error) }
+            return
+        }
         guard session.callbacks.queue != nil else {
-            // On the loop the callback runs now, before anything else can change `value`.
             return emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: error) }
         }
         let delivered = DeliveredValue(attribute: ObjectIdentifier(characteristic), value: value)

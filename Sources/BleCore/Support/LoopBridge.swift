@@ -72,6 +72,10 @@ final class CallbackQueue: Sendable {
     /// Runs `work` on the loop now (or after the app's call returns), or on the queue in order.
     /// `work` is `@Sendable`, so it is never inferred to be loop-isolated: on a queue it would
     /// trap the runtime's isolation check.
+    /// True when a callback given now would run at once on this thread: no queue, no inline
+    /// call running, nothing waiting. The hottest callbacks then call the delegate directly.
+    @BleLoop var runsAtOnce: Bool { queue == nil && ordered.runsAtOnce }
+
     @BleLoop
     func deliver(_ work: @escaping @Sendable () -> Void) {
         guard let queue else { return ordered.run(work) }
