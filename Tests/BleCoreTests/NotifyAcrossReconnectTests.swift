@@ -182,23 +182,21 @@ struct BusCountsMissing: Error, CustomStringConvertible {
 /// was being set up, is still open at the end, and whose other end is closed (the simulator
 /// closes its end when the link goes). Another test's live socket has a live other end.
 enum ProcessSockets {
-    /// Inode → descriptor of every SEQPACKET socket this process holds.
+    /// Inode → descriptor of every SEQPACKET socket this process holds. The type comes from
+    /// each descriptor itself (SO_TYPE), not from /proc/net/unix, which can skip entries while
+    /// other tests open and close sockets as it is read.
     static func seqpacket() -> [String: Int32] {
-        let seqpacketInodes = Set((try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8))?
-            .split(separator: "\n").dropFirst().compactMap { line -> String? in
-                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                // Num RefCount Protocol Flags Type St Inode [Path]; Type 0005 is SOCK_SEQPACKET.
-                guard fields.count >= 7, fields[4] == "0005" else { return nil }
-                return String(fields[6])
-            } ?? [])
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         var held: [String: Int32] = [:]
         for descriptor in descriptors {
             guard let number = Int32(descriptor),
                   let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
                   target.hasPrefix("socket:[") else { continue }
+            var type: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(number, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_SEQPACKET.rawValue) else { continue }
             let inode = String(target.dropFirst("socket:[".count).dropLast())
-            if seqpacketInodes.contains(inode) { held[inode] = number }
+            held[inode] = number
         }
         return held
     }
