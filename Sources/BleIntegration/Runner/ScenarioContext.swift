@@ -241,8 +241,21 @@ public final class ScenarioContext {
 
     /// Discovers every service, characteristic and descriptor, and records the peer's part of
     /// the tree (the daemon's own services are listed by UUID).
-    func resolve(_ peripheral: Peripheral, recording recorded: [BluetoothUUID] = [PeerProtocol.service]) async throws {
+    /// Discovers the whole tree. `required` services are asked for first, as an app that
+    /// needs them would: BleCore then waits for them when bluetoothd's cached database is stale
+    /// and it is still re-discovering after the connect (seen under software emulation).
+    func resolve(_ peripheral: Peripheral, recording recorded: [BluetoothUUID] = [PeerProtocol.service],
+                 requiring required: [BluetoothUUID] = []) async throws {
         var mark = probe.mark
+        if !required.isEmpty {
+            peripheral.discoverServices(required)
+            let event = try await probe.wait(since: mark, timeout: eventDeadline, "required services") {
+                if case .services = $0 { return true }
+                return false
+            }
+            if case .services(let error?) = event { throw ScenarioFailure("required services not found: \(error)") }
+            mark = probe.mark
+        }
         peripheral.discoverServices(nil)
         let event = try await probe.wait(since: mark, timeout: eventDeadline, "services") {
             if case .services = $0 { return true }

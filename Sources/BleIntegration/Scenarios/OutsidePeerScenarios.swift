@@ -45,11 +45,14 @@ enum OutsidePeerScenarios {
         try registered.arm()
         try await registered.wait(deadline: context.eventDeadline)
         context.step("example-gatt-server registered")
-        let central = try await context.central()
+        // A stale GATT cache from earlier scenarios is re-discovered after the connect; under
+        // software emulation that takes seconds: give requested services time to appear.
+        let central = try await context.central { $0.servicesResolvedGrace = .seconds(15) }
         let peripheral = try await context.discoverPeer(central, services: nil, name: "TestAdvertisement")
         try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
         try await context.resolve(peripheral, recording: [BluetoothUUID(UInt16(0x180D)), BluetoothUUID(UInt16(0x180F)),
-                                                          BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")])
+                                                          BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")],
+                                  requiring: [BluetoothUUID(UInt16(0x180D)), BluetoothUUID(UInt16(0x180F))])
         let battery = try context.characteristic(peripheral, BluetoothUUID(UInt16(0x2A19)), in: BluetoothUUID(UInt16(0x180F)))
         let level = try await context.read(peripheral, battery).get()
         try context.expect(level.count == 1 && level[level.startIndex] <= 100, "battery level \(ProbeEvent.hex(level))")
