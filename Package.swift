@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
         // recvmmsg, which the Glibc module does not expose: a batch of notification records per system call.
         .target(name: "CSocketShim"),
-        .target(name: "BleCore", dependencies: ["BleDBus", "BlueZVocabulary", "CSocketShim"]),
+        .target(name: "BleCore", dependencies: ["BleRuntime", "BleDBus", "BlueZVocabulary", "CSocketShim"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim", "BlueZVocabulary"]),
         .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "DataLoggerExample"]),
         // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.

@@ -27,11 +27,17 @@ enum BenchmarkUUIDs {
 /// A BleCore client written as an app would write it: CoreBluetooth-shaped delegates only, each
 /// callback starting the next step. Callbacks run on BleKit's loop (queue nil). It measures its
 /// own CPU time (getrusage) from the first measured write to the last notification.
-final class BleCoreClient: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
-    private let mode: ClientMode
-    private let count: Int
-    private let warmup: Int
-    private let done = DispatchSemaphore(value: 0)
+///
+/// Its state is loop-isolated, as a Swift 6 app that keeps the default (loop) delivery would
+/// write it: the conformances are `@preconcurrency`, so each callback's isolation is checked.
+@BleLoop
+final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurrency PeripheralDelegate {
+    private nonisolated let mode: ClientMode
+    private nonisolated let count: Int
+    private nonisolated let warmup: Int
+    private nonisolated let done = DispatchSemaphore(value: 0)
+    /// The outcome, read by the waiting thread after `done` is signalled.
+    private nonisolated let outcome = LoopLock<Result<String, ClientFailure>>(.failure(ClientFailure("did not finish")))
     private var manager: CentralManager?
     private var peripheral: Peripheral?
     private var writeCharacteristic: Characteristic?
@@ -46,23 +52,24 @@ final class BleCoreClient: CentralManagerDelegate, PeripheralDelegate, @unchecke
     private var received = 0
     private var startCPU = 0.0
     private var startWall = ContinuousClock.now
-    private(set) var result: Result<String, ClientFailure> = .failure(ClientFailure("did not finish"))
 
-    init(mode: ClientMode, count: Int, warmup: Int) {
+    nonisolated init(mode: ClientMode, count: Int, warmup: Int) {
         self.mode = mode
         self.count = count
         self.warmup = warmup
     }
 
     /// Runs to completion (or `timeout`) and returns the `ops=… seconds=… cpu_seconds=…` line.
-    func run(timeout: Double) -> Result<String, ClientFailure> {
-        manager = CentralManager(delegate: self, queue: nil, options: CentralManagerOptions(bus: .system))
+    nonisolated func run(timeout: Double) -> Result<String, ClientFailure> {
+        BleLoop.perform { [self] in
+            manager = CentralManager(delegate: self, queue: nil, options: CentralManagerOptions(bus: .system))
+        }
         if done.wait(timeout: .now() + timeout) == .timedOut { return .failure(ClientFailure("timed out after \(timeout) s")) }
-        return result
+        return outcome.value
     }
 
-    private func finish(_ outcome: Result<String, ClientFailure>) {
-        result = outcome
+    private func finish(_ result: Result<String, ClientFailure>) {
+        outcome.value = result
         done.signal()
     }
 

@@ -78,17 +78,11 @@ struct DataLossSymptomTests {
     // MARK: 2. Values lost on a callback queue
 
     @Test func valuesDeliveredOnACallbackQueueAreTheValuesTheyReport() async throws {
-        let bench = try await Bench.start()
-        defer { bench.tearDown() }
-        let peripheral = try await bench.connected()
-        let virtual = try #require(bench.simulator.peripheral(Sample.address))
-        let notify = bench.characteristic(peripheral, Sample.notify)
         // bluetoothd lets only one client hold AcquireNotify, and then refuses everyone's
         // StartNotify ("Notify acquired"): this client uses signals so the second can subscribe.
-        notify.prefersStartNotify = true
+        let (bench, _, virtual, _) = try await Self.notifying(prefersStartNotify: true)
+        defer { bench.tearDown() }
         var mark = bench.recorder.mark
-        peripheral.setNotifyValue(true, for: notify)
-        try await bench.await("notify on", since: mark) { if case .notifyState(_, true, nil) = $0 { return true }; return false }
         // A second central on a callback queue, listening to the same device.
         let queue = DispatchQueue(label: "app callbacks")
         let collector = QueueCollector(events: EventRecorder<String>())

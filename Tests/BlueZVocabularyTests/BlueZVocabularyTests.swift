@@ -55,3 +55,13 @@ struct BlueZVocabularyTests {
         #expect(BlueZ.ErrorMessage.attError(0x80) == "Operation failed with ATT error: 0x80")
     }
 }
+
+@Test func bluezsOwnPnPIDReadsAsBlueZInEitherSourceAndOthersDoNot() {
+    #expect(BlueZ.PnPID.modalias(source: 2, vendor: 0x1d6b, product: 0x0246, version: 0x0542) == "usb:v1D6Bp0246d0542")
+    #expect(BlueZ.PnPID.modalias(source: 1, vendor: 0x004c, product: 0x0001, version: 0x0100) == "bluetooth:v004Cp0001d0100")
+    #expect(BlueZ.PnPID.modalias(source: 3, vendor: 1, product: 1, version: 1) == nil)
+    #expect(BlueZ.PnPID.isBlueZ(modalias: "usb:v1D6Bp0246d0542"))
+    #expect(BlueZ.PnPID.isBlueZ(modalias: "bluetooth:v1d6bp0246d0500"))
+    #expect(!BlueZ.PnPID.isBlueZ(modalias: "usb:v1D6Bp0247d0542"))
+    #expect(!BlueZ.PnPID.isBlueZ(modalias: "bluetooth:v004Cp0001d0100"))
+}

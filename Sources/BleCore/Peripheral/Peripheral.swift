@@ -173,8 +173,8 @@ public final class Peripheral: @unchecked Sendable {
     /// The peer's GATT server is bluetoothd (vendor 0x1D6B, product 0x0246: BlueZ's own PnP ID).
     @BleLoop var peerIsBlueZ: Bool {
         if let blueZPeerVerdict { return blueZPeerVerdict }
-        guard let modalias = deviceProperties?[BlueZ.Device1.modalias]?.lowercased() else { return false }
-        let verdict = modalias.hasPrefix("usb:v1d6bp0246") || modalias.hasPrefix("bluetooth:v1d6bp0246")
+        guard let modalias = deviceProperties?[BlueZ.Device1.modalias] else { return false }
+        let verdict = BlueZ.PnPID.isBlueZ(modalias: modalias)
         blueZPeerVerdict = verdict
         return verdict
     }
@@ -190,6 +190,12 @@ public final class Peripheral: @unchecked Sendable {
     @BleLoop func emit(_ body: @escaping @Sendable (PeripheralDelegate) -> Void) {
         // Delegates are the app's objects, called only on the queue the app chose (as
         // CoreBluetooth does); the box carries them there and nothing else touches them.
+        if session.callbacks.runsAtOnce {
+            // On the loop with nothing waiting: call now, without a delivery closure per event.
+            if let delegate { body(delegate) }
+            if !multiDelegate.isEmpty { body(multiDelegate) }
+            return
+        }
         let primary = Unchecked(delegate)
         let multi = multiDelegate.isEmpty ? nil : multiDelegate
         session.callbacks.deliver {
@@ -202,14 +208,8 @@ public final class Peripheral: @unchecked Sendable {
     /// `characteristic.value` is this value, not whatever arrived since.
     @BleLoop func emitValue(_ value: Data?, for characteristic: Characteristic, error: BleError?) {
         for observer in loopObservers { observer.value?.peripheral(self, didReceive: value, for: characteristic, error: error) }
-        if session.callbacks.runsAtOnce {
-            // On the loop the callback runs now, before anything else can change `value`: the
-            // commonest callback of all is called directly, without a closure per event.
-            delegate?.peripheral(self, didUpdateValueFor: characteristic, error: error)
-            if !multiDelegate.isEmpty { multiDelegate.peripheral(self, didUpdateValueFor: characteristic, error: error) }
-            return
-        }
         guard session.callbacks.queue != nil else {
+            // On the loop the callback runs before anything else can change `value`.
             return emit { $0.peripheral(self, didUpdateValueFor: characteristic, error: error) }
         }
         let delivered = DeliveredValue(attribute: ObjectIdentifier(characteristic), value: value)

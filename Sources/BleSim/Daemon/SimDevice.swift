@@ -359,14 +359,8 @@ public final class SimDevice {
         let pnpID = "00002a50-0000-1000-8000-00805f9b34fb"
         guard let value = layout.services.first(where: { $0.uuid == informationService })?
                 .characteristics.first(where: { $0.uuid == pnpID })?.initialValue, value.count == 7 else { return nil }
-        let source: String
-        switch value[0] {
-        case 1: source = "bluetooth"
-        case 2: source = "usb"
-        default: return nil
-        }
-        func word(_ at: Int) -> String { String(format: "%04X", UInt16(value[at]) | UInt16(value[at + 1]) << 8) }
-        return "\(source):v\(word(1))p\(word(3))d\(word(5))"
+        func word(_ at: Int) -> UInt16 { UInt16(value[at]) | UInt16(value[at + 1]) << 8 }
+        return BlueZ.PnPID.modalias(source: value[0], vendor: word(1), product: word(3), version: word(5))
     }
 
     private func resolveServices(link: SimLink, announceBeforeObjects: Bool = false, afterResolve: (@BleLoop () -> Void)? = nil) {

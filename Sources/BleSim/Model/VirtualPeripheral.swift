@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// A running virtual peripheral: advertises its spec and serves its GATT database.
@@ -44,7 +45,7 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
     /// Its Device Information PnP ID is bluetoothd's own (0x1D6B:0x0246), so its server has
     /// bluetoothd's quirks (the 510-byte single write).
     var identifiesAsBlueZ: Bool {
-        SimDevice.modalias(from: layout)?.contains("v1D6Bp0246") ?? false
+        SimDevice.modalias(from: layout).map(BlueZ.PnPID.isBlueZ(modalias:)) ?? false
     }
     private var values: [UInt16: Data] = [:]
     private var links: [SimLink] = []
