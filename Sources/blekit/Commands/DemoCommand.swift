@@ -8,7 +8,19 @@ import Foundation
 /// `blekit demo`: the DataLogger walk-through (Examples/DataLogger) — against a real powered
 /// adapter's room when there is one, else against BleSim on a private bus with the shipped
 /// `Scenarios/multi-packet.json` device.
-func runDemo(arguments: [String]) async -> Int32 {
+enum DemoCommand: BlekitCommand {
+    static let name = "demo"
+    static let synopsis = ""
+    static let summary = "the BleKit demo: a real adapter's room, or BleSim when there is none"
+    static let options: [OptionSpec] = []
+
+    @MainActor
+    static func run(_ invocation: Invocation) async -> ExitCode {
+        ExitCode(rawValue: await runDemo()) ?? .failure
+    }
+}
+
+func runDemo() async -> Int32 {
     if let adapter = await RealAdapterProbe.poweredAdapter() {
         print("A real powered Bluetooth adapter is present (\(adapter)): scanning the real room for 10 s.")
         await RealRoomScan.run(seconds: 10)
