@@ -1,0 +1,22 @@
+import BleCore
+import Foundation
+
+/// What the central's and peripherals' delegates heard, as one stream a command waits on.
+enum CentralEvent: @unchecked Sendable {
+    // @unchecked: Peripheral, Characteristic and Descriptor are BleKit's any-thread facades.
+    case state(ManagerState)
+    case discovered(Peripheral, AdvertisementData, rssi: Int)
+    case connected(Peripheral)
+    case failedToConnect(Peripheral, Error?)
+    case disconnected(Peripheral, Error?)
+    case scanFailed(Error)
+    case servicesDiscovered(Peripheral, Error?)
+    case characteristicsDiscovered(Service, Error?)
+    case descriptorsDiscovered(Characteristic, Error?)
+    case valueUpdated(Characteristic, Data?, Error?)
+    case valueWritten(Characteristic, Error?)
+    case notificationState(Characteristic, Error?)
+    case descriptorValueUpdated(Descriptor, Error?)
+    case rssiRead(Peripheral, Int, Error?)
+    case interrupted
+}

@@ -1,0 +1,30 @@
+import BleCore
+import Foundation
+
+// @unchecked: it only forwards into the inbox, which is thread-safe.
+/// The delegate of the CLI's central and peripherals: every callback becomes a `CentralEvent`.
+final class CentralEventRelay: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
+    let inbox: EventInbox
+
+    init(inbox: EventInbox) { self.inbox = inbox }
+
+    func centralManagerDidUpdateState(_ central: CentralManager) { inbox.post(.state(central.state)) }
+    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {
+        inbox.post(.discovered(peripheral, advertisementData, rssi: RSSI))
+    }
+    func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) { inbox.post(.connected(peripheral)) }
+    func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?) { inbox.post(.failedToConnect(peripheral, error)) }
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?) { inbox.post(.disconnected(peripheral, error)) }
+    func centralManager(_ central: CentralManager, didFailToScan error: Error) { inbox.post(.scanFailed(error)) }
+
+    func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) { inbox.post(.servicesDiscovered(peripheral, error)) }
+    func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) { inbox.post(.characteristicsDiscovered(service, error)) }
+    func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: Error?) { inbox.post(.descriptorsDiscovered(characteristic, error)) }
+    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: Error?) {
+        inbox.post(.valueUpdated(characteristic, characteristic.value, error))
+    }
+    func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: Error?) { inbox.post(.valueWritten(characteristic, error)) }
+    func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: Error?) { inbox.post(.notificationState(characteristic, error)) }
+    func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: Error?) { inbox.post(.descriptorValueUpdated(descriptor, error)) }
+    func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: Error?) { inbox.post(.rssiRead(peripheral, RSSI, error)) }
+}
