@@ -1,3 +1,4 @@
+import BleAssignedNumbers
 import Foundation
 
 /// A Bluetooth UUID in its 16-, 32- or 128-bit form; equality is by the 128-bit value.
@@ -111,8 +112,9 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
         return uuidString128.uppercased()
     }
 
-    /// The shortest form.
-    public var description: String { uuidString }
+    /// The SIG's name for an assigned number, as CoreBluetooth prints a `CBUUID` ("Battery"
+    /// for 180F, "Battery Level" for 2A19); else the shortest form (`uuidString`).
+    public var description: String { isBased ? AssignedNumbers.shortName(uuidString) ?? uuidString : uuidString }
 
     /// Equality by the 128-bit value.
     public static func == (lhs: BluetoothUUID, rhs: BluetoothUUID) -> Bool { lhs.bytes == rhs.bytes }

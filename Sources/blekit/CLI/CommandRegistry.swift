@@ -5,6 +5,12 @@ import Foundation
 enum CommandRegistry {
     /// The subcommands, in the order `blekit --help` lists them.
     static let commands: [any BlekitCommand.Type] = [
+        ScanCommand.self,
+        InfoCommand.self,
+        GattCommand.self,
+        ReadCommand.self,
+        WriteCommand.self,
+        NotifyCommand.self,
         SimCommand.self,
         DemoCommand.self,
     ]
