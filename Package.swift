@@ -58,6 +58,8 @@ let package = Package(
         .testTarget(name: "BlueZVocabularyTests", dependencies: ["BlueZVocabulary", "BleDBus"]),
         .testTarget(name: "DataLoggerExampleTests", dependencies: ["DataLoggerExample", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
+        // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
+        .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
     ],
     swiftLanguageModes: [.v6]
 )
