@@ -40,6 +40,8 @@ extension CentralManager {
             }
         case .changed(let path, let interface, let changed, _):
             switch interface {
+            case BlueZ.LEAdvertisingManager1.interface where path == adapterPath:
+                if BlueZ.LEAdvertisingManager1.activeInstances.isPresent(in: changed) { warnIfScanningOnAdvertisingAdapter() }
             case BlueZ.adapter where path == adapterPath:
                 if BlueZ.Adapter1.powered.isPresent(in: changed) || BlueZ.Adapter1.powerState.isPresent(in: changed) { updateStateFromAdapter() }
                 if changed[BlueZ.Adapter1.discovering] == false, discoveryActive, scan != nil, currentState == .poweredOn {
@@ -75,10 +77,30 @@ extension CentralManager {
                 $0.lastElement.uppercased() == wanted || cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address]?.uppercased() == wanted
             }
         } else {
-            adapterPath = adapters.first { cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.powered] == true } ?? adapters.first
+            // An adapter does not hear its own advertisements: leave an advertising one (a
+            // peripheral on this machine) to it and scan from another.
+            let powered = adapters.filter { cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.powered] == true }
+            adapterPath = powered.first { !isAdvertising($0) } ?? powered.first ?? adapters.first
         }
         if let adapterPath { BleLog.info("using adapter \(adapterPath)") }
         updateStateFromAdapter()
+    }
+
+    /// True when the adapter this manager scans on is advertising (a peripheral role on this
+    /// machine): such a scan does not find that peripheral.
+    public var isScanningAdapterAdvertising: Bool { LoopBridge.sync { self.adapterPath.map { self.isAdvertising($0) } ?? false } }
+
+    /// True while `adapter` has advertisements registered (by any process on this machine).
+    @BleLoop func isAdvertising(_ adapter: ObjectPath) -> Bool {
+        (cache?.properties(adapter, BlueZ.LEAdvertisingManager1.interface)?[BlueZ.LEAdvertisingManager1.activeInstances] ?? 0) > 0
+    }
+
+    /// Says plainly when the scan cannot find a peripheral advertising on this machine's same adapter.
+    @BleLoop func warnIfScanningOnAdvertisingAdapter() {
+        guard scan != nil, let adapterPath, isAdvertising(adapterPath) else { return }
+        BleLog.warning("scanning on \(adapterPath.lastElement), which is advertising itself: an adapter does not hear its own "
+            + "advertisements, so a peripheral on this machine advertising there is not found; pick another adapter "
+            + "(CentralManagerOptions.adapter)")
     }
 
     @BleLoop func updateStateFromAdapter() {

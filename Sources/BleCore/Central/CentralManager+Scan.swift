@@ -12,6 +12,7 @@ extension CentralManager {
             BleLog.info("scan requested while \(currentState); it starts when the adapter is powered on")
             return
         }
+        warnIfScanningOnAdvertisingAdapter()
         if restart && discoveryActive {
             setDiscoveryFilter()
         } else {

@@ -15,6 +15,14 @@ final class ApplicationPeripheral: SimGattServer {
     private var links: [SimLink] = []
     private var valueSignals: SignalSubscription?
     private var notifying: Set<UInt16> = []
+    /// Value handles whose app object offers `AcquireWrite` / `AcquireNotify` (it has the
+    /// `WriteAcquired` / `NotifyAcquired` property): bluetoothd 5.66 then uses a socket.
+    private var acquireWriteHandles: Set<UInt16> = []
+    private var acquireNotifyHandles: Set<UInt16> = []
+    private var writeSockets: [UInt16: ApplicationSocket] = [:]
+    private var notifySockets: [UInt16: ApplicationSocket] = [:]
+    /// Write commands that arrived while an `AcquireWrite` was on its way.
+    private var pendingWrites: [UInt16: [Data]] = [:]
 
     var mtu: UInt16 { 517 }
     var gapName: String? { adapter.systemName }
@@ -69,6 +77,13 @@ final class ApplicationPeripheral: SimGattServer {
             specs.append(spec)
             appPaths.append((path, characteristicPaths))
         }
+        var acquiringWrite: Set<ObjectPath> = []
+        var acquiringNotify: Set<ObjectPath> = []
+        for (path, interfaces) in objects {
+            guard let characteristic = interfaces[BlueZ.GattCharacteristic1.interface] else { continue }
+            if BlueZ.GattCharacteristic1.writeAcquired.isPresent(in: characteristic) { acquiringWrite.insert(path) }
+            if BlueZ.GattCharacteristic1.notifyAcquired.isPresent(in: characteristic) { acquiringNotify.insert(path) }
+        }
         layout = GattLayout(specs: specs, daemon: .bluetoothdServer)
         // The first services are those bluetoothd itself serves (GATT, Device Information).
         for (index, service) in layout.services.dropFirst(layout.daemonServiceCount).enumerated() where index < appPaths.count {
@@ -77,6 +92,8 @@ final class ApplicationPeripheral: SimGattServer {
                 let entry = appPaths[index].characteristics[characteristicIndex]
                 objectByHandle[characteristic.valueHandle] = entry.path
                 handleByObject[entry.path] = characteristic.valueHandle
+                if acquiringWrite.contains(entry.path) { acquireWriteHandles.insert(characteristic.valueHandle) }
+                if acquiringNotify.contains(entry.path) { acquireNotifyHandles.insert(characteristic.valueHandle) }
                 // An automatic CCCD, when added, comes first; the app's own descriptors follow.
                 let appDescriptors = characteristic.descriptors.suffix(entry.descriptors.count)
                 for (descriptor, path) in zip(appDescriptors, entry.descriptors) { objectByHandle[descriptor.handle] = path }
@@ -183,6 +200,12 @@ final class ApplicationPeripheral: SimGattServer {
         if let characteristic, isValue, !characteristic.isWritable {
             return reply(withResponse ? .failure(.writeNotPermitted) : .success(()))
         }
+        if isValue, !withResponse, offset == 0, acquireWriteHandles.contains(handle) {
+            // bluetoothd 5.66 passes write commands through the app's AcquireWrite socket,
+            // acquired on the first one.
+            writeThroughSocket(handle: handle, path: path, value: value, link: link)
+            return reply(.success(()))
+        }
         let interface = isValue ? BlueZ.GattCharacteristic1.interface : BlueZ.GattDescriptor1.interface
         connection.call(destination: owner, path: path, interface: interface, member: BlueZ.GattCharacteristic1.Method.writeValue,
                         arguments: [.bytes(value), options(for: link, offset: offset)]) { result in
@@ -191,6 +214,55 @@ final class ApplicationPeripheral: SimGattServer {
                 case .success: reply(.success(()))
                 case .failure(let error): reply(withResponse ? .failure(ApplicationPeripheral.attError(error)) : .success(()))
                 }
+            }
+        }
+    }
+
+    private func writeThroughSocket(handle: UInt16, path: ObjectPath, value: Data, link: SimLink) {
+        if let socket = writeSockets[handle], socket.isOpen { return socket.send(value) }
+        if pendingWrites[handle] != nil { pendingWrites[handle]?.append(value); return }
+        pendingWrites[handle] = [value]
+        guard let connection else { return }
+        connection.call(destination: owner, path: path, interface: BlueZ.GattCharacteristic1.interface,
+                        member: BlueZ.GattCharacteristic1.Method.acquireWrite, arguments: [options(for: link, offset: nil)]) { result in
+            BleLoop.assumeIsolated { [weak self] in
+                guard let self else { return }
+                let queued = self.pendingWrites.removeValue(forKey: handle) ?? []
+                guard case .success(let body) = result, case .unixFD(let handleValue)? = body.first,
+                      let socket = ApplicationSocket(handleValue, onPacket: nil, onClose: { [weak self] in self?.writeSockets[handle] = nil }) else {
+                    // The app would not hand a socket over: the writes go through WriteValue.
+                    self.acquireWriteHandles.remove(handle)
+                    for data in queued {
+                        self.connection?.call(destination: self.owner, path: path, interface: BlueZ.GattCharacteristic1.interface,
+                                              member: BlueZ.GattCharacteristic1.Method.writeValue,
+                                              arguments: [.bytes(data), self.options(for: link, offset: nil)]) { _ in }
+                    }
+                    return
+                }
+                self.writeSockets[handle] = socket
+                for data in queued { socket.send(data) }
+            }
+        }
+    }
+
+    /// The first subscriber of a characteristic whose app offers `AcquireNotify`: bluetoothd
+    /// acquires the socket (instead of `StartNotify`) and sends what the app writes there to
+    /// every subscribed central.
+    private func acquireNotify(handle: UInt16, path: ObjectPath) {
+        guard let connection, let link = links.first(where: { $0.subscriptions.contains(handle) }) else { return }
+        connection.call(destination: owner, path: path, interface: BlueZ.GattCharacteristic1.interface,
+                        member: BlueZ.GattCharacteristic1.Method.acquireNotify, arguments: [options(for: link, offset: nil)]) { result in
+            BleLoop.assumeIsolated { [weak self] in
+                guard let self else { return }
+                guard case .success(let body) = result, case .unixFD(let handleValue)? = body.first,
+                      let socket = ApplicationSocket(handleValue, onPacket: { [weak self] value in
+                          guard let self else { return }
+                          for link in self.links where link.subscriptions.contains(handle) {
+                              link.sendNotification(handle: handle, value: Data(value.prefix(Int(link.mtu) - 3)))
+                          }
+                      }, onClose: { [weak self] in self?.notifySockets[handle] = nil }) else { return }
+                guard self.notifying.contains(handle) else { return socket.close() }
+                self.notifySockets[handle] = socket
             }
         }
     }
@@ -206,10 +278,19 @@ final class ApplicationPeripheral: SimGattServer {
         let wanted = Set(links.flatMap(\.subscriptions))
         for handle in wanted.subtracting(notifying) {
             guard let path = objectByHandle[handle] else { continue }
+            if acquireNotifyHandles.contains(handle) {
+                acquireNotify(handle: handle, path: path)
+                continue
+            }
             connection.call(destination: owner, path: path, interface: BlueZ.GattCharacteristic1.interface, member: BlueZ.GattCharacteristic1.Method.startNotify) { _ in }
         }
         for handle in notifying.subtracting(wanted) {
             guard let path = objectByHandle[handle] else { continue }
+            if acquireNotifyHandles.contains(handle) {
+                // Closing the socket is bluetoothd's StopNotify for an acquired characteristic.
+                notifySockets.removeValue(forKey: handle)?.close()
+                continue
+            }
             connection.call(destination: owner, path: path, interface: BlueZ.GattCharacteristic1.interface, member: BlueZ.GattCharacteristic1.Method.stopNotify) { _ in }
         }
         notifying = wanted
@@ -230,7 +311,16 @@ final class ApplicationPeripheral: SimGattServer {
     func close() {
         valueSignals?.cancel()
         valueSignals = nil
+        closeSockets()
         dropLinks()
+    }
+
+    private func closeSockets() {
+        for socket in writeSockets.values { socket.close() }
+        for socket in notifySockets.values { socket.close() }
+        writeSockets.removeAll()
+        notifySockets.removeAll()
+        pendingWrites.removeAll()
     }
 
     /// The app left the bus while centrals were connected: bluetoothd takes its services out of
@@ -239,6 +329,7 @@ final class ApplicationPeripheral: SimGattServer {
     func ownerLeft() {
         valueSignals?.cancel()
         valueSignals = nil
+        closeSockets()
         let appServices = layout.services.dropFirst(layout.daemonServiceCount)
         let handles = Set(appServices.map(\.handle))
         let valueHandles = Set(appServices.flatMap { $0.characteristics.map(\.valueHandle) })

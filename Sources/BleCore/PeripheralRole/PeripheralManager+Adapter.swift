@@ -1,0 +1,219 @@
+import BleDBus
+import Foundation
+
+/// The serving adapter, the daemon's comings and goings, and the centrals on the adapter.
+extension PeripheralManager {
+    @BleLoop func open() async {
+        guard !closed else { return }
+        session.onCentralEvent = { [weak self] event in self?.cacheEvent(event) }
+        session.onBusLost = { [weak self] in
+            guard let self, !self.closed else { return }
+            self.currentStateError = .noBus("the D-Bus connection closed")
+            self.setState(.unsupported)
+        }
+        do {
+            try await session.open()
+        } catch {
+            BleLog.error("cannot open the D-Bus bus: \(error)")
+            currentStateError = error
+            setState(.unsupported)
+            return
+        }
+        installOwnerCheck()
+        let queued = queuedServices
+        queuedServices.removeAll()
+        for service in queued { addService(service) }
+    }
+
+    @BleLoop func shutDown() {
+        guard !closed else { return }
+        closed = true
+        daemonAbsence?.cancel()
+        compatibilityAdvertisement = nil
+        for path in Array(advertisements.keys) { endAdvertisement(path: path, cancelled: true) }
+        unregisterApplication()
+        for service in services { service.closeSockets() }
+        // The unregister calls above are already sent; closing after them keeps their order.
+        session.close(.cancelled)
+    }
+
+    @BleLoop func cacheEvent(_ event: CacheEvent) {
+        switch event {
+        case .notified:
+            break
+        case .loaded:
+            currentStateError = nil
+            daemonAbsence?.cancel()
+            daemonAbsence = nil
+            chooseAdapter()
+        case .loadFailed(let error):
+            currentStateError = error
+            if case .accessDenied = error { setState(.unauthorized) } else { setState(.unsupported) }
+        case .daemonLost:
+            // bluetoothd forgets applications and advertisements; they are registered again
+            // when it returns (as `peripheral.py` does on bluetoothd 5.66).
+            daemonGone()
+            setState(.resetting)
+            let limit = session.options.bluetoothdReturnTimeout
+            daemonAbsence = LoopTimer.scheduled(after: limit) { [weak self] in
+                guard let self, !self.closed, self.currentState == .resetting else { return }
+                self.currentStateError = .serviceUnknown("bluetoothd left the bus and has not returned within \(limit)")
+                self.setState(.unsupported)
+            }
+        case .added(let path, let interfaces):
+            if interfaces.contains(BlueZ.adapter) || interfaces.contains(BlueZ.GattManager1.interface) { chooseAdapter() }
+            if interfaces.contains(BlueZ.device) { deviceChanged(path) }
+        case .removed(let path, let interfaces, _):
+            if interfaces.contains(BlueZ.adapter), path == adapterPath {
+                daemonGone()
+                adapterPath = nil
+                chooseAdapter()
+            }
+            if interfaces.contains(BlueZ.device), let central = centralsByPath.removeValue(forKey: path), central.isConnected {
+                centralLeft(central)
+            }
+        case .changed(let path, let interface, let changed, _):
+            switch interface {
+            case BlueZ.adapter where path == adapterPath:
+                if BlueZ.Adapter1.powered.isPresent(in: changed) { updateStateFromAdapter() }
+            case BlueZ.device where path.parent == adapterPath:
+                if BlueZ.Device1.connected.isPresent(in: changed) { deviceChanged(path) }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Everything registered with the departed daemon (or adapter) is gone.
+    @BleLoop func daemonGone() {
+        application.registered = false
+        application.inFlight = false
+        for record in advertisements.values where record.registration?.state == .active {
+            record.registered = false
+            record.registration?.setState(.registering)
+        }
+        for service in services { service.daemonGone() }
+        for central in centralsByPath.values where central.isConnected { centralLeft(central) }
+        centralsByPath.removeAll()
+        flow.reset()
+    }
+
+    @BleLoop func chooseAdapter() {
+        guard let cache = session.cache, cache.isLoaded else { return }
+        let adapters = cache.all(with: BlueZ.adapter)
+        if let current = adapterPath, adapters.contains(current) { return updateStateFromAdapter() }
+        func powered(_ path: ObjectPath) -> Bool { cache.properties(path, BlueZ.adapter)?[BlueZ.Adapter1.powered] == true }
+        func discovering(_ path: ObjectPath) -> Bool { cache.properties(path, BlueZ.adapter)?[BlueZ.Adapter1.discovering] == true }
+        if let wanted = options.adapter?.uppercased() {
+            adapterPath = adapters.first {
+                $0.lastElement.uppercased() == wanted || cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address]?.uppercased() == wanted
+            }
+        } else {
+            // An adapter does not hear its own advertisements: leave a scanning one to the central.
+            adapterPath = adapters.first { powered($0) && !discovering($0) } ?? adapters.first(where: powered) ?? adapters.first
+        }
+        if let adapterPath { BleLog.info("peripheral manager serving on \(adapterPath)") }
+        updateStateFromAdapter()
+        adoptCentrals()
+    }
+
+    @BleLoop func updateStateFromAdapter() {
+        guard let cache = session.cache, cache.isLoaded else { return }
+        guard let adapterPath, let properties = cache.properties(adapterPath, BlueZ.adapter) else {
+            currentStateError = nil
+            return setState(.unsupported)
+        }
+        guard cache.properties(adapterPath, BlueZ.GattManager1.interface) != nil else {
+            currentStateError = .operationNotSupported("the adapter \(adapterPath.lastElement) has no GattManager1 (no LE peripheral role)")
+            return setState(.unsupported)
+        }
+        let powered = properties[BlueZ.Adapter1.powered] == true
+        setState(powered ? .poweredOn : .poweredOff)
+        if powered { registrationsDue() }
+    }
+
+    /// Registers what should be registered and is not (after start, power-on, a restart).
+    @BleLoop func registrationsDue() {
+        guard currentState == .poweredOn else { return }
+        if !services.isEmpty, !application.registered { registerApplication() }
+        for record in advertisements.values where !record.registered && !record.inFlight { registerAdvertisement(record) }
+    }
+
+    // MARK: Centrals
+
+    @BleLoop func adoptCentrals() {
+        guard let cache = session.cache, let adapterPath else { return }
+        for path in cache.children(of: adapterPath, with: BlueZ.device) where path.parent == adapterPath { deviceChanged(path) }
+    }
+
+    /// A `Device1` on the serving adapter appeared or changed `Connected`.
+    @BleLoop func deviceChanged(_ path: ObjectPath) {
+        guard path.parent == adapterPath, let properties = session.cache?.properties(path, BlueZ.device) else { return }
+        let connected = properties[BlueZ.Device1.connected] == true
+        if connected {
+            let central = centralObject(path)
+            if !central.isConnected || centralsByPath[path] == nil {
+                central.setConnected(true)
+                centralsByPath[path] = central
+            }
+            if !(connectedAnnounced.contains(path)) {
+                connectedAnnounced.insert(path)
+                emit { $0.peripheralManager(self, centralDidConnect: central) }
+            }
+        } else if let central = centralsByPath[path], central.isConnected {
+            centralLeft(central)
+        }
+    }
+
+    @BleLoop func centralLeft(_ central: Central) {
+        central.setConnected(false)
+        guard let path = try? ObjectPath(central.devicePath) else { return }
+        connectedAnnounced.remove(path)
+        emit { $0.peripheralManager(self, centralDidDisconnect: central) }
+    }
+
+    /// The `Central` for a device path on the serving adapter, made on first sight (a request
+    /// may name a device whose `InterfacesAdded` has not arrived yet).
+    @BleLoop func centralObject(_ path: ObjectPath) -> Central {
+        if let known = centralsByPath[path] { return known }
+        let cached = session.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.address]
+        let address = cached ?? Self.address(fromDevicePath: path)
+        let adapterAddress = adapterPath.flatMap { session.cache?.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address] } ?? ""
+        let central = Central(identifier: PeripheralIdentifier.make(adapterAddress: adapterAddress, deviceAddress: address),
+                              address: address, devicePath: path.rawValue)
+        central.setConnected(session.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.connected] == true)
+        centralsByPath[path] = central
+        return central
+    }
+
+    /// `dev_AA_BB_CC_DD_EE_FF` → `AA:BB:CC:DD:EE:FF`.
+    static func address(fromDevicePath path: ObjectPath) -> String {
+        let element = String(path.lastElement)
+        guard element.hasPrefix("dev_") else { return element }
+        return element.dropFirst(4).replacingOccurrences(of: "_", with: ":")
+    }
+
+    /// What `LEAdvertisingManager1` reports on the serving adapter.
+    @BleLoop func currentCapabilities() -> AdvertisingCapabilities? {
+        guard let adapterPath, let properties = session.cache?.properties(adapterPath, BlueZ.LEAdvertisingManager1.interface) else { return nil }
+        return AdvertisingCapabilities(supportedIncludes: properties[BlueZ.LEAdvertisingManager1.supportedIncludes] ?? [],
+                                       activeInstances: Int(properties[BlueZ.LEAdvertisingManager1.activeInstances] ?? 0),
+                                       supportedInstances: Int(properties[BlueZ.LEAdvertisingManager1.supportedInstances] ?? 0),
+                                       secondaryChannels: properties[BlueZ.LEAdvertisingManager1.supportedSecondaryChannels] ?? [])
+    }
+
+    /// Refuses calls to this manager's objects from anyone but the current owner of `org.bluez`.
+    @BleLoop func installOwnerCheck() {
+        guard let connection = session.connection else { return }
+        let roots = [applicationRoot, advertisingRoot]
+        connection.objects.callFilter = { [weak self] call in
+            guard let self else { return false }
+            guard roots.contains(where: { call.path.isDescendant(of: $0, orEqual: true) }) else { return false }
+            let owner = self.session.cache?.owner ?? connection.signals.currentOwner(of: BlueZ.service)
+            if let owner, call.sender == owner { return false }
+            BleLog.warning("refused \(call.member) on \(call.path) from \(call.sender): not the owner of org.bluez")
+            call.fail(name: BlueZ.ErrorName.notAuthorized, message: BlueZ.ErrorMessage.notAuthorized)
+            return true
+        }
+    }
+}

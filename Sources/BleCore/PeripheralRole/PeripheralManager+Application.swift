@@ -1,0 +1,335 @@
+import BleDBus
+import Foundation
+
+/// The GATT application: exporting the services' objects, registering them with bluetoothd,
+/// and answering bluetoothd's calls on them.
+extension PeripheralManager {
+    private static let optionsArgument = ArgumentDescription("options", .dictionary(key: .string, value: .variant))
+    private static let valueArgument = ArgumentDescription("value", .array(.byte))
+
+    // MARK: Services
+
+    @BleLoop func addService(_ service: MutableService) {
+        guard !closed else { return emit { $0.peripheralManager(self, didAdd: service, error: BleError.cancelled) } }
+        guard let connection = session.connection else {
+            // The bus opens asynchronously: the service is exported once it is there.
+            queuedServices.append(service)
+            return
+        }
+        guard !services.contains(where: { $0.service === service }) else {
+            return emit { $0.peripheralManager(self, didAdd: service, error: BleError.alreadyExists) }
+        }
+        connection.objects.addObjectManager(at: applicationRoot)
+        let exported = export(service, on: connection)
+        services.append(exported)
+        application.pendingAdds.append(service)
+        registerApplication()
+    }
+
+    @BleLoop func removeServices(_ matching: (MutableService) -> Bool) {
+        guard let connection = session.connection else { return }
+        let leaving = services.filter { matching($0.service) }
+        guard !leaving.isEmpty else { return }
+        services.removeAll { matching($0.service) }
+        for service in leaving {
+            service.closeSockets()
+            for descriptor in service.descriptors { connection.objects.unregister(descriptor.path) }
+            for characteristic in service.characteristics { connection.objects.unregister(characteristic.path) }
+            connection.objects.unregister(service.path)
+        }
+        if services.isEmpty { unregisterApplication() } else { registerApplication() }
+    }
+
+    @BleLoop private func export(_ service: MutableService, on connection: Connection) -> ExportedService {
+        let servicePath = (try? ObjectPath(applicationRoot.rawValue + "/service\(nextServiceIndex)")) ?? applicationRoot
+        nextServiceIndex += 1
+        let exported = ExportedService(service: service, path: servicePath)
+        let uuid = service.uuid.uuidString128
+        let primary = service.isPrimary
+        connection.objects.register(servicePath, interfaces: [ExportedInterface(BlueZ.GattService1.interface, properties: [
+            ExportedProperty(BlueZ.GattService1.uuid) { .string(uuid) },
+            ExportedProperty(BlueZ.GattService1.primary) { .boolean(primary) },
+            ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, []) },
+        ])])
+        for (index, characteristic) in (service.characteristics ?? []).enumerated() {
+            let path = (try? ObjectPath(servicePath.rawValue + "/char\(index)")) ?? servicePath
+            let record = ExportedCharacteristic(characteristic: characteristic, path: path)
+            exported.characteristics.append(record)
+            connection.objects.register(path, interfaces: [characteristicInterface(record, servicePath: servicePath)])
+            for (descriptorIndex, descriptor) in (characteristic.descriptors ?? []).enumerated() {
+                let descriptorPath = (try? ObjectPath(path.rawValue + "/desc\(descriptorIndex)")) ?? path
+                exported.descriptors.append((descriptor, descriptorPath, path))
+                connection.objects.register(descriptorPath, interfaces: [descriptorInterface(descriptor, characteristicPath: path)])
+            }
+        }
+        return exported
+    }
+
+    @BleLoop private func characteristicInterface(_ record: ExportedCharacteristic, servicePath: ObjectPath) -> ExportedInterface {
+        let characteristic = record.characteristic
+        let uuid = characteristic.uuid.uuidString128
+        let flags = characteristic.bluezFlags
+        var properties: [ExportedProperty] = [
+            ExportedProperty(BlueZ.GattCharacteristic1.uuid) { .string(uuid) },
+            ExportedProperty(BlueZ.GattCharacteristic1.service) { .objectPath(servicePath) },
+            ExportedProperty(BlueZ.GattCharacteristic1.flags) { .array(element: .string, flags.map { .string($0) }) },
+            ExportedProperty(BlueZ.GattCharacteristic1.value) { [weak record] in .bytes(record?.lastValue ?? Data()) },
+        ]
+        var methods: [ExportedMethod] = [
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.readValue, in: [Self.optionsArgument], out: [Self.valueArgument]) { [weak self, weak record] call in
+                guard let self, let record else { return }
+                self.read(record, call)
+            },
+            ExportedMethod(BlueZ.GattCharacteristic1.Method.writeValue, in: [Self.valueArgument, Self.optionsArgument]) { [weak self, weak record] call in
+                guard let self, let record else { return }
+                self.write(record, call)
+            },
+        ]
+        let notifies = characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate)
+        if notifies {
+            properties.append(ExportedProperty(BlueZ.GattCharacteristic1.notifying) { [weak record] in .boolean(record?.notifying ?? false) })
+            methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.startNotify) { [weak self, weak record] call in
+                guard let self, let record else { return }
+                self.startNotify(record, call)
+            })
+            methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.stopNotify) { [weak self, weak record] call in
+                guard let self, let record else { return }
+                self.stopNotify(record, call)
+            })
+            methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.confirm) { [weak self, weak record] call in
+                guard let self, let record else { return }
+                call.reply()
+                self.confirmed(record)
+            })
+        }
+        if options.acquireSockets, characteristic.properties.contains(.writeWithoutResponse) {
+            properties.append(ExportedProperty(BlueZ.GattCharacteristic1.writeAcquired) { [weak record] in .boolean(record?.writeSocket != nil) })
+            methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.acquireWrite, in: [Self.optionsArgument],
+                                          out: [ArgumentDescription("fd", .unixFD), ArgumentDescription("mtu", .uint16)]) { [weak self, weak record] call in
+                guard let self, let record else { return }
+                self.acquireWrite(record, call)
+            })
+        }
+        if options.acquireSockets, characteristic.properties.contains(.notify) {
+            properties.append(ExportedProperty(BlueZ.GattCharacteristic1.notifyAcquired) { [weak record] in .boolean(record?.notifySocket != nil) })
+            methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.acquireNotify, in: [Self.optionsArgument],
+                                          out: [ArgumentDescription("fd", .unixFD), ArgumentDescription("mtu", .uint16)]) { [weak self, weak record] call in
+                guard let self, let record else { return }
+                self.acquireNotify(record, call)
+            })
+        }
+        return ExportedInterface(BlueZ.GattCharacteristic1.interface, methods: methods, properties: properties)
+    }
+
+    @BleLoop private func descriptorInterface(_ descriptor: MutableDescriptor, characteristicPath: ObjectPath) -> ExportedInterface {
+        let uuid = descriptor.uuid.uuidString128
+        let flags = descriptor.bluezFlags
+        return ExportedInterface(BlueZ.GattDescriptor1.interface, methods: [
+            ExportedMethod(BlueZ.GattDescriptor1.Method.readValue, in: [Self.optionsArgument], out: [Self.valueArgument]) { call in
+                let offset = Self.requestOptions(call.arguments.first).offset
+                let value = descriptor.value
+                guard offset <= value.count else {
+                    return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
+                }
+                call.reply([.bytes(Data(value.dropFirst(offset)))])
+            },
+            ExportedMethod(BlueZ.GattDescriptor1.Method.writeValue, in: [Self.valueArgument, Self.optionsArgument]) { call in
+                guard descriptor.permissions.allowsWrite else {
+                    return call.fail(name: BlueZ.ErrorName.notPermitted, message: BlueZ.ErrorMessage.writeNotPermitted)
+                }
+                guard case .bytes(let bytes) = call.arguments[0] else { return call.fail(name: BlueZ.ErrorName.invalidArguments, message: BlueZ.ErrorMessage.invalidArguments) }
+                let offset = Self.requestOptions(call.arguments[1]).offset
+                var value = descriptor.value
+                guard offset <= value.count else {
+                    return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
+                }
+                value = Data(value.prefix(offset)) + bytes
+                descriptor.value = value
+                call.reply()
+            },
+        ], properties: [
+            ExportedProperty(BlueZ.GattDescriptor1.uuid) { .string(uuid) },
+            ExportedProperty(BlueZ.GattDescriptor1.characteristic) { .objectPath(characteristicPath) },
+            ExportedProperty(BlueZ.GattDescriptor1.flags) { .array(element: .string, flags.map { .string($0) }) },
+        ])
+    }
+
+    // MARK: Registration
+
+    /// Registers the application (again, when it changed: bluetoothd reads it only once).
+    @BleLoop func registerApplication() {
+        guard !closed, currentState == .poweredOn, let adapterPath else { return }
+        if application.inFlight {
+            application.dirty = true
+            return
+        }
+        if application.registered {
+            application.inFlight = true
+            session.call(adapterPath, BlueZ.GattManager1.interface, BlueZ.GattManager1.Method.unregisterApplication,
+                         [.objectPath(applicationRoot)]) { [weak self] _ in
+                guard let self else { return }
+                self.application.inFlight = false
+                self.application.registered = false
+                self.registerApplication()
+            }
+            return
+        }
+        guard !services.isEmpty else { return }
+        application.inFlight = true
+        application.dirty = false
+        let added = application.pendingAdds
+        application.pendingAdds.removeAll()
+        session.call(adapterPath, BlueZ.GattManager1.interface, BlueZ.GattManager1.Method.registerApplication,
+                     [.objectPath(applicationRoot), BlueZShapes.propertyDictionary([])]) { [weak self] result in
+            guard let self else { return }
+            self.application.inFlight = false
+            switch result {
+            case .success:
+                self.application.registered = true
+                BleLog.info("GATT application \(self.applicationRoot) registered on \(adapterPath)")
+                for service in added { self.emit { $0.peripheralManager(self, didAdd: service, error: nil) } }
+            case .failure(let error):
+                BleLog.error("RegisterApplication failed: \(error)")
+                for service in added { self.emit { $0.peripheralManager(self, didAdd: service, error: error) } }
+            }
+            if self.application.dirty || !self.application.pendingAdds.isEmpty {
+                self.application.dirty = false
+                self.registerApplication()
+            }
+        }
+    }
+
+    @BleLoop func unregisterApplication() {
+        guard application.registered, let adapterPath else { return }
+        application.registered = false
+        session.call(adapterPath, BlueZ.GattManager1.interface, BlueZ.GattManager1.Method.unregisterApplication,
+                     [.objectPath(applicationRoot)]) { result in
+            if case .failure(let error) = result { BleLog.debug("UnregisterApplication: \(error)") }
+        }
+    }
+
+    // MARK: Requests
+
+    /// The options bluetoothd passes with ReadValue/WriteValue/Acquire*: `{device, offset, mtu, link}`.
+    nonisolated static func requestOptions(_ value: DBusValue?) -> (device: ObjectPath?, offset: Int, mtu: Int?, link: String) {
+        guard let value, let map = try? BlueZShapes.propertyMap(value) else { return (nil, 0, nil, "LE") }
+        var device: ObjectPath?
+        if case .objectPath(let path)? = map[BlueZ.GattCharacteristic1.Option.device] { device = path }
+        var offset = 0
+        if case .uint16(let raw)? = map[BlueZ.GattCharacteristic1.Option.offset] { offset = Int(raw) }
+        var mtu: Int?
+        if case .uint16(let raw)? = map[BlueZ.GattCharacteristic1.Option.mtu] { mtu = Int(raw) }
+        var link = "LE"
+        if case .string(let text)? = map[BlueZ.GattCharacteristic1.Option.link] { link = text }
+        return (device, offset, mtu, link)
+    }
+
+    @BleLoop private func central(for options: (device: ObjectPath?, offset: Int, mtu: Int?, link: String)) -> Central {
+        guard let device = options.device else { return Central.unidentified }
+        let central = centralObject(device)
+        if let mtu = options.mtu { central.setMTU(mtu) }
+        return central
+    }
+
+    @BleLoop private func read(_ record: ExportedCharacteristic, _ call: IncomingCall) {
+        let parsed = Self.requestOptions(call.arguments.first)
+        let central = central(for: parsed)
+        if let value = record.characteristic.value {
+            // Static: served without asking the app, as CoreBluetooth does.
+            guard parsed.offset <= value.count else {
+                return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
+            }
+            return call.reply([.bytes(Data(value.dropFirst(parsed.offset)))])
+        }
+        let request = ATTRequest(central: central, characteristic: record.characteristic, offset: parsed.offset, value: nil,
+                                 mtu: parsed.mtu ?? central.mtu, link: parsed.link, needsResponse: true, isRead: true, call: call)
+        startDeadline(request)
+        emit { $0.peripheralManager(self, didReceiveRead: request) }
+    }
+
+    @BleLoop private func write(_ record: ExportedCharacteristic, _ call: IncomingCall) {
+        guard case .bytes(let value) = call.arguments[0] else {
+            return call.fail(name: BlueZ.ErrorName.invalidArguments, message: BlueZ.ErrorMessage.invalidArguments)
+        }
+        if record.characteristic.isStatic {
+            return call.fail(name: BlueZ.ErrorName.notPermitted, message: BlueZ.ErrorMessage.writeNotPermitted)
+        }
+        let parsed = Self.requestOptions(call.arguments[1])
+        let central = central(for: parsed)
+        let request = ATTRequest(central: central, characteristic: record.characteristic, offset: parsed.offset, value: value,
+                                 mtu: parsed.mtu ?? central.mtu, link: parsed.link, needsResponse: true, isRead: false, call: call)
+        startDeadline(request)
+        emit { $0.peripheralManager(self, didReceiveWrite: [request]) }
+    }
+
+    @BleLoop private func startDeadline(_ request: ATTRequest) {
+        let limit = options.requestTimeout
+        request.deadline = LoopTimer.scheduled(after: limit) { [weak self, weak request] in
+            guard let self, let request, !request.answered else { return }
+            BleLog.warning("\(request) was not answered within \(limit): answering Unlikely Error")
+            _ = self.answer(request, .unlikelyError)
+        }
+    }
+
+    @BleLoop func answer(_ request: ATTRequest, _ result: ATTResult) -> Bool {
+        guard !request.answered else {
+            BleLog.debug("\(request) was already answered; the second answer is ignored")
+            return false
+        }
+        request.answered = true
+        request.deadline?.cancel()
+        request.deadline = nil
+        guard request.needsResponse, let call = request.call.value else { return true }
+        if let error = result.dbusError(isRead: request.isRead) {
+            call.fail(name: error.name, message: error.message)
+        } else if request.isRead {
+            call.reply([.bytes(request.value ?? Data())])
+        } else {
+            call.reply()
+        }
+        return true
+    }
+
+    // MARK: Acquired sockets
+
+    @BleLoop private func acquireWrite(_ record: ExportedCharacteristic, _ call: IncomingCall) {
+        let parsed = Self.requestOptions(call.arguments.first)
+        let central = central(for: parsed)
+        record.writeSocket?.close()
+        let characteristic = record.characteristic
+        let mtu = parsed.mtu ?? central.mtu
+        let made = ServerSocket.make(onPacket: { [weak self] packet in
+            guard let self else { return }
+            let request = ATTRequest(central: central, characteristic: characteristic, offset: 0, value: packet, mtu: mtu,
+                                     link: parsed.link, needsResponse: false, isRead: false, call: nil)
+            request.answered = true
+            self.emit { $0.peripheralManager(self, didReceiveWrite: [request]) }
+        }, onClose: { [weak record] in
+            record?.writeSocket = nil
+        })
+        guard let made else {
+            return call.fail(name: BlueZ.ErrorName.failed, message: "socketpair failed")
+        }
+        record.writeSocket = made.ours
+        call.reply([.unixFD(made.theirs), .uint16(UInt16(clamping: mtu))])
+    }
+
+    @BleLoop private func acquireNotify(_ record: ExportedCharacteristic, _ call: IncomingCall) {
+        let parsed = Self.requestOptions(call.arguments.first)
+        let central = central(for: parsed)
+        record.notifySocket?.close()
+        let mtu = parsed.mtu ?? central.mtu
+        let made = ServerSocket.make(onPacket: nil, onClose: { [weak self, weak record] in
+            // bluetoothd closes its end when the last central unsubscribes (or the link drops).
+            guard let self, let record else { return }
+            record.notifySocket = nil
+            self.subscriptionEnded(record)
+        })
+        guard let made else {
+            return call.fail(name: BlueZ.ErrorName.failed, message: "socketpair failed")
+        }
+        record.notifySocket = made.ours
+        call.reply([.unixFD(made.theirs), .uint16(UInt16(clamping: mtu))])
+        subscriptionStarted(record, central: central)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// Receives a `PeripheralManager`'s events, as CoreBluetooth's `CBPeripheralManagerDelegate`,
+/// plus the central connections BlueZ reports. Calls arrive in order, on the loop or on the
+/// manager's queue. Every method has an empty default.
+public protocol PeripheralManagerDelegate: AnyObject {
+    /// `peripheral.state` changed.
+    func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager)
+    /// `add(_:)` ended: the application holding `service` is registered with bluetoothd, or `error` says why not.
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?)
+    /// An advertisement started (`error` nil) or was refused.
+    func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?)
+    /// A central subscribed to notifications or indications of `characteristic`.
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic)
+    /// A central unsubscribed (or, for bluetoothd, the last one did).
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic)
+    /// `updateValue` returned false earlier and may be called again.
+    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager)
+    /// A central reads a dynamic characteristic: set `request.value` and `respond(to:withResult:)`.
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest)
+    /// Centrals wrote; answer the first request once for all of them (as CoreBluetooth).
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest])
+    /// A central's link came up (its `Device1` on the serving adapter turned `Connected`).
+    func peripheralManager(_ peripheral: PeripheralManager, centralDidConnect central: Central)
+    /// A central's link went down.
+    func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central)
+    /// A central confirmed an indication of `characteristic`.
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: MutableCharacteristic)
+    /// An advertisement's registration changed (registered, refused, released by bluetoothd,
+    /// registered again after a bluetoothd restart).
+    func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration)
+}
+
+extension PeripheralManagerDelegate {
+    /// Does nothing.
+    public func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {}
+    /// Does nothing.
+    public func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {}
+    /// Does nothing.
+    public func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {}
+    /// Does nothing: another listener may answer; an unanswered request ends at its deadline.
+    public func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {}
+    /// Does nothing: another listener may answer; an unanswered request ends at its deadline.
+    public func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, centralDidConnect central: Central) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: MutableCharacteristic) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) {}
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// How a `PeripheralManager` is set up.
+public struct PeripheralManagerOptions: Sendable {
+    /// The bus; `.system` unless testing against BleSim.
+    public var bus: BleBus
+    /// The adapter to serve and advertise on, by name (`hci0`) or address. Nil picks a powered
+    /// adapter, preferring one that is not discovering: a central on the same machine should
+    /// scan from another adapter (an adapter does not hear its own advertisements).
+    public var adapter: String?
+    /// How long a read or write request may stay unanswered before BleKit answers it with
+    /// ATT's Unlikely Error. Below bluetoothd's own D-Bus timeout (25 s) and ATT's 30 s.
+    public var requestTimeout: Duration
+    /// Offer bluetoothd `AcquireWrite`/`AcquireNotify` sockets for characteristics with
+    /// write-without-response and notify: writes and notifications then bypass the bus.
+    public var acquireSockets: Bool
+    /// Notifications sent through the bus (`PropertiesChanged`) that may be on their way to
+    /// bluetoothd at once; `updateValue` returns false beyond it until bluetoothd catches up.
+    public var notificationWindow: Int
+
+    /// Defaults suited to real hardware.
+    public init(bus: BleBus = .system, adapter: String? = nil, requestTimeout: Duration = .seconds(5),
+                acquireSockets: Bool = true, notificationWindow: Int = 32) {
+        self.bus = bus
+        self.adapter = adapter
+        self.requestTimeout = requestTimeout
+        self.acquireSockets = acquireSockets
+        self.notificationWindow = max(1, notificationWindow)
+    }
+}
