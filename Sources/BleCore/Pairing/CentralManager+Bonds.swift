@@ -34,12 +34,26 @@ extension CentralManager {
             if let completion { callbacks.deliver { completion(.poweredOff) } }
             return
         }
-        callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.removeDevice, [.objectPath(peripheral.devicePath)],
+        let path = peripheral.devicePath
+        callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.removeDevice, [.objectPath(path)],
                   address: peripheral.address) { [weak self] result in
             guard let self else { return }
             let error: BleError? = if case .failure(let failure) = result { failure } else { nil }
-            if let completion { self.callbacks.deliver { completion(error) } }
+            let finish: @BleLoop () -> Void = { [weak self] in
+                if let completion, let self { self.callbacks.deliver { completion(error) } }
+            }
+            // Done when the object is gone, so `bondedPeripherals()` no longer lists it.
+            if error == nil, self.cache?.properties(path, BlueZ.device) != nil {
+                self.removalWaiters[path, default: []].append(finish)
+            } else {
+                finish()
+            }
         }
+    }
+
+    @BleLoop func deviceObjectRemoved(_ path: ObjectPath) {
+        guard let waiting = removalWaiters.removeValue(forKey: path) else { return }
+        for body in waiting { body() }
     }
 
     /// A device object kept its path but changed its address (identity resolved): the
