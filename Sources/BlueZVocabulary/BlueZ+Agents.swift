@@ -59,6 +59,14 @@ extension BlueZ {
             /// The request in progress was cancelled.
             public static let cancel = "Cancel"
         }
+
+        /// The errors an agent answers with to refuse a request.
+        public enum ErrorName {
+            /// The user (or the app) said no.
+            public static let rejected = "org.bluez.Error.Rejected"
+            /// The request was abandoned (no answer in time, or the app went away).
+            public static let canceled = "org.bluez.Error.Canceled"
+        }
     }
 
     /// `org.bluez.ProfileManager1` at `/org/bluez`.

@@ -69,6 +69,10 @@ extension BlueZ {
         public static let authenticationFailed = "Authentication Failed"
         /// With `AuthenticationCanceled`.
         public static let authenticationCanceled = "Authentication Canceled"
+        /// With `AuthenticationTimeout`.
+        public static let authenticationTimeout = "Authentication Timeout"
+        /// With `AuthenticationRejected`.
+        public static let authenticationRejected = "Authentication Rejected"
         /// With `NotAuthorized` for ATT's insufficient authorization.
         public static let notAuthorized = "Operation Not Authorized"
         /// With `Failed` for a GATT operation on a device without a link.

@@ -38,6 +38,7 @@ extension CentralManager {
             if interfaces.contains(BlueZ.device), let address = last[BlueZ.device]?[BlueZ.Device1.address] {
                 peripheralsByAddress[address]?.deviceRemoved()
             }
+            if interfaces.contains(BlueZ.device) { deviceObjectRemoved(path) }
         case .changed(let path, let interface, let changed, _):
             switch interface {
             case BlueZ.LEAdvertisingManager1.interface where path == adapterPath:
@@ -128,6 +129,7 @@ extension CentralManager {
 
     /// bluetoothd left: fail everything, report disconnections, wait for its return.
     @BleLoop func daemonLost(error: BleError) {
+        for path in Array(removalWaiters.keys) { deviceObjectRemoved(path) }
         discoveryActive = false
         adapterPath = nil
         // The new daemon's devices are new objects: report them again when the scan resumes.

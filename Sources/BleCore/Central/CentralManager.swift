@@ -47,6 +47,9 @@ public final class CentralManager: @unchecked Sendable {
     @BleLoop var discoveryActive = false
     @BleLoop var restoredOnce = false
     @BleLoop var closed = false
+    /// `removeBond` completions waiting for their device object to go (bluetoothd replies to
+    /// RemoveDevice of a connected device before it removes the object).
+    @BleLoop var removalWaiters: [ObjectPath: [@BleLoop () -> Void]] = [:]
 
     struct ScanRequest {
         var services: [BluetoothUUID]?

@@ -29,6 +29,8 @@ public protocol PeripheralDelegate: AnyObject {
     func peripheral(_ peripheral: Peripheral, didWriteValueFor descriptor: Descriptor, error: Error?)
     /// `canSendWriteWithoutResponse` turned true again.
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral)
+    /// Answer to `pair()`: nil when paired, else why not (BleKit only; iOS pairs in system UI).
+    func peripheral(_ peripheral: Peripheral, didCompletePairing error: Error?)
 }
 
 extension PeripheralDelegate {
@@ -56,4 +58,6 @@ extension PeripheralDelegate {
     public func peripheral(_ peripheral: Peripheral, didWriteValueFor descriptor: Descriptor, error: Error?) {}
     /// Does nothing.
     public func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: Peripheral, didCompletePairing error: Error?) {}
 }

@@ -64,4 +64,8 @@ public final class PeripheralMultiDelegate: PeripheralDelegate, @unchecked Senda
     public func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
         for d in delegates { d.peripheralIsReady(toSendWriteWithoutResponse: peripheral) }
     }
+    /// Forwards to every listener.
+    public func peripheral(_ peripheral: Peripheral, didCompletePairing error: Error?) {
+        for d in delegates { d.peripheral(peripheral, didCompletePairing: error) }
+    }
 }

@@ -297,6 +297,7 @@ public final class Peripheral: @unchecked Sendable {
             linkWentDown()
         }
         if BlueZ.Device1.modalias.isPresent(in: changed) { blueZPeerVerdict = nil }
+        if let newAddress = changed[BlueZ.Device1.address], newAddress != address { addressChanged(to: newAddress) }
         if BlueZ.Device1.connected.isPresent(in: changed) || BlueZ.Device1.servicesResolved.isPresent(in: changed) || BlueZ.Device1.modalias.isPresent(in: changed) { checkReady() }
     }
 

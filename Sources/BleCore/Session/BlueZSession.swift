@@ -99,13 +99,28 @@ final class BlueZSession {
         } catch {
             throw BleError.from(error, operation: "subscribing to BlueZ's signals")
         }
+        let waiting = openWaiters
+        openWaiters.removeAll()
+        for body in waiting { body() }
     }
+
+    /// Runs `body` once the bus connection is up: at once when it is, never when the session closed.
+    func whenOpen(_ body: @escaping @BleLoop () -> Void) {
+        switch phase {
+        case .open: body()
+        case .idle, .opening: openWaiters.append(body)
+        case .closed: break
+        }
+    }
+
+    private var openWaiters: [@BleLoop () -> Void] = []
 
     /// Ends the session: every registered peripheral's pending operations end with `reason`,
     /// subscriptions and sockets are released, the bus connection closes.
     func close(_ reason: BleError) {
         if case .closed = phase { return }
         phase = .closed(reason)
+        openWaiters.removeAll()
         cache?.stop()
         let peripherals = Array(routes.values)
         for peripheral in peripherals { peripheral.sessionClosed(reason) }

@@ -34,6 +34,9 @@ enum BlueZError {
     static func authenticationCanceled(_ call: IncomingCall) {
         call.fail(name: BlueZ.ErrorName.authenticationCanceled, message: BlueZ.ErrorMessage.authenticationCanceled)
     }
+    static func authenticationTimeout(_ call: IncomingCall) {
+        call.fail(name: BlueZ.ErrorName.authenticationTimeout, message: BlueZ.ErrorMessage.authenticationTimeout)
+    }
     static func notConnected(_ call: IncomingCall) {
         call.fail(name: BlueZ.ErrorName.failed, message: BlueZ.ErrorMessage.notConnected)
     }

@@ -272,7 +272,8 @@ public final class SimAdapter {
     /// One advertising report heard while scanning.
     func hear(_ report: AdvertisingReport, from peripheral: AirPeripheral, now: ContinuousClock.Instant) {
         guard powered, discovering, peripheral.hostAdapter !== self, admits(report) else { return }
-        if let device = devices[report.address] {
+        // A bonded peer's resolvable private address resolves to its identity (the IRK).
+        if let device = devices[resolvedAddresses[report.address] ?? report.address] {
             device.advertisingReport(report, duplicateData: duplicateData, rssiThreshold: hasFilter ? 0 : 8, now: now)
         } else {
             let device = SimDevice(adapter: self, report: report, now: now)
@@ -321,7 +322,19 @@ public final class SimAdapter {
     func removeDeviceObject(_ device: SimDevice) {
         guard devices[device.address] === device else { return }
         devices.removeValue(forKey: device.address)
+        resolvedAddresses = resolvedAddresses.filter { $0.value != device.address }
         device.unexport()
+    }
+
+    /// Advertised (resolvable private) addresses by the identity address pairing revealed.
+    private var resolvedAddresses: [String: String] = [:]
+
+    /// A device's address changed to its identity address.
+    func rekey(_ device: SimDevice, from old: String, to identity: String) {
+        guard devices[old] === device else { return }
+        devices.removeValue(forKey: old)
+        devices[identity] = device
+        resolvedAddresses[device.airAddress] = identity
     }
 
     // MARK: Daemon lifetime

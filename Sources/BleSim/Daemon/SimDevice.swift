@@ -16,8 +16,10 @@ public final class SimDevice {
         case disconnecting(SimLink)
     }
 
-    /// The address.
-    public let address: String
+    /// The address (the identity address once pairing resolved it).
+    public private(set) var address: String
+    /// The address the peer advertises and is reached at in the air.
+    let airAddress: String
     /// The object path.
     public let path: ObjectPath
     unowned let adapter: SimAdapter
@@ -42,12 +44,15 @@ public final class SimDevice {
     private let incoming: Bool
     private var attemptCounter = 0
     private var pairing: IncomingCall?
+    /// The SMP exchange of `pairing`, once the link is up.
+    private var smp: SimPairing?
     /// The GATT objects, kept across disconnects (Cache=always).
     private(set) var gatt: RemoteGattTree?
 
     init(adapter: SimAdapter, report: AdvertisingReport, now: ContinuousClock.Instant) {
         self.adapter = adapter
         address = report.address
+        airAddress = report.address
         path = SimDevice.path(adapter: adapter, address: report.address)
         addressType = report.addressType
         lastSeen = now
@@ -63,6 +68,7 @@ public final class SimDevice {
     init(adapter: SimAdapter, incomingFrom address: String) {
         self.adapter = adapter
         self.address = address
+        airAddress = address
         path = SimDevice.path(adapter: adapter, address: address)
         addressType = "public"
         lastSeen = ContinuousClock.now
@@ -313,7 +319,7 @@ public final class SimDevice {
                 return
             }
         }
-        guard let peripheral = simulator.airPeripheral(address), peripheral.isAdvertising else {
+        guard let peripheral = simulator.airPeripheral(airAddress), peripheral.isAdvertising else {
             return waitThenAbort(call)
         }
         attemptCounter += 1
@@ -541,10 +547,10 @@ public final class SimDevice {
             return
         }
         pairing = call
-        if case .connected = state {
-            return completePairing()
+        if case .connected(let link) = state {
+            return runPairing(call, link: link, madeLink: false)
         }
-        guard let peripheral = simulator.airPeripheral(address), peripheral.isAdvertising else {
+        guard let peripheral = simulator.airPeripheral(airAddress), peripheral.isAdvertising else {
             pairing = nil
             return waitThenAbort(call)
         }
@@ -558,49 +564,102 @@ public final class SimDevice {
             self.state = .connected(link)
             self.changed([BlueZ.Device1.connected.name])
             peripheral.server.linkUp(link)
-            guard self.simulator.agents.hasAgents else {
-                // Without an agent even Just Works fails ("No agent available for request").
-                self.simulator.clock.after(self.simulator.timing.scaled(milliseconds: 900)) { [weak self] in
-                    guard let self, self.pairing === call else { return }
-                    self.pairing = nil
-                    BlueZError.authenticationFailed(call)
-                    self.linkLost(reason: "pairing failed")
-                }
-                return
+            self.runPairing(call, link: link, madeLink: true)
+        }
+    }
+
+    /// SMP over `link`, with the agents of both sides (see `SimPairing`).
+    private func runPairing(_ call: IncomingCall, link: SimLink, madeLink: Bool) {
+        guard simulator.agents.hasAgents else {
+            // Without an agent even Just Works fails ("No agent available for request").
+            guard madeLink else {
+                pairing = nil
+                return BlueZError.authenticationFailed(call)
             }
-            self.simulator.clock.after(self.simulator.timing.intervals(4)) { [weak self] in
-                guard let self, self.pairing === call, self.link === link else { return }
-                self.paired = true
-                self.bonded = true
-                self.resolveServices(link: link, announceBeforeObjects: true) { [weak self] in
-                    guard let self, self.pairing === call else { return }
-                    self.pairing = nil
-                    call.reply()
-                }
+            simulator.clock.after(simulator.timing.scaled(milliseconds: 900)) { [weak self] in
+                guard let self, self.pairing === call else { return }
+                self.pairing = nil
+                BlueZError.authenticationFailed(call)
+                self.linkLost(reason: "pairing failed")
+            }
+            return
+        }
+        let peer = simulator.airPeripheral(airAddress)
+        let responder: SimPairing.Responder
+        if let host = peer?.hostAdapter {
+            responder = .app(device: host.deviceForIncoming(address: adapter.address), agent: simulator.agents.defaultAgent)
+        } else {
+            responder = .virtual(simulator.peerPairing[airAddress] ?? PeerPairing())
+        }
+        if case .app(let device, _) = responder, device.bonded {
+            // The peer still holds its bond (JustWorksRepairing=never): observed ~40 ms.
+            pairing = nil
+            BlueZError.authenticationFailed(call)
+            return
+        }
+        let session = SimPairing(simulator: simulator, initiatorPath: path,
+                                 initiatorAgent: simulator.agents.agent(forCaller: call.sender), responder: responder)
+        smp = session
+        session.start { [weak self] outcome in
+            guard let self, self.smp === session else { return }
+            self.smp = nil
+            guard self.pairing === call else { return }
+            switch outcome {
+            case .success:
+                self.pairingSucceeded(call, link: link, madeLink: madeLink, responder: responder)
+            case .failed, .timedOut:
+                self.pairing = nil
+                if outcome == .timedOut { BlueZError.authenticationTimeout(call) } else { BlueZError.authenticationFailed(call) }
+                // A link Pair made for itself goes with the failed pairing, as observed.
+                if madeLink { self.linkLost(reason: "pairing failed") }
+            case .canceled:
+                self.pairing = nil
+                BlueZError.authenticationCanceled(call)
             }
         }
     }
 
-    /// Pair on a connected device.
-    private func completePairing() {
-        guard let call = pairing else { return }
-        guard simulator.agents.hasAgents else {
-            pairing = nil
-            return BlueZError.authenticationFailed(call)
-        }
+    private func pairingSucceeded(_ call: IncomingCall, link: SimLink, madeLink: Bool, responder: SimPairing.Responder) {
         simulator.clock.after(simulator.timing.intervals(4)) { [weak self] in
-            guard let self, self.pairing === call, self.isConnected else { return }
-            self.pairing = nil
+            guard let self, self.pairing === call else { return }
+            guard self.link === link else {
+                self.pairing = nil
+                return BlueZError.authenticationFailed(call)
+            }
+            let finish: @BleLoop () -> Void = { [weak self] in
+                guard let self, self.pairing === call else { return }
+                self.pairing = nil
+                call.reply()
+                // The responder's side bonds too, after the initiator's reply (observed).
+                if case .app(let device, _) = responder { device.markBonded() }
+                if case .virtual(let peer) = responder, let identity = peer.identityAddress { self.identityResolved(identity) }
+            }
             self.paired = true
             self.bonded = true
-            self.changed([BlueZ.Device1.bonded.name, BlueZ.Device1.paired.name])
-            call.reply()
+            if madeLink {
+                self.resolveServices(link: link, announceBeforeObjects: true, afterResolve: finish)
+            } else {
+                self.changed([BlueZ.Device1.bonded.name, BlueZ.Device1.paired.name])
+                finish()
+            }
         }
+    }
+
+    /// The peer's identity address became known (its IRK came with the keys): bluetoothd 5.66
+    /// keeps the object and its path, and announces the new `Address` and `AddressType`.
+    private func identityResolved(_ identity: String) {
+        guard identity != address, adapter.devices[identity] == nil else { return }
+        adapter.rekey(self, from: address, to: identity)
+        address = identity
+        addressType = "public"
+        changed([BlueZ.Device1.address.name, BlueZ.Device1.addressType.name])
     }
 
     private func cancelPairing(_ call: IncomingCall) {
         guard let pending = pairing else { return BlueZError.doesNotExist(call) }
         pairing = nil
+        smp?.end(.canceled)
+        smp = nil
         BlueZError.authenticationCanceled(pending)
         call.reply()
     }
@@ -608,6 +667,8 @@ public final class SimDevice {
     private func failPairing() {
         guard let pending = pairing else { return }
         pairing = nil
+        smp?.end(.canceled)
+        smp = nil
         BlueZError.authenticationFailed(pending)
     }
 

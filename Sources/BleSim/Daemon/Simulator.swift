@@ -123,6 +123,12 @@ public final class Simulator {
     /// The connection it serves on while running.
     public private(set) var connection: Connection?
 
+    /// SMP's timeout: a pairing whose agents have not all answered by then fails with
+    /// `AuthenticationTimeout`. Wall-clock time, not scaled by `timing` (agents are real processes).
+    public var pairingTimeout: Duration = .seconds(30)
+    /// How virtual peripherals respond to `Pair`, by address (see `setPairing(_:for:)`).
+    private(set) var peerPairing: [String: PeerPairing] = [:]
+
     let clock = SimClock()
     let agents = AgentRegistry()
     private(set) var air: [AirPeripheral] = []
@@ -199,6 +205,7 @@ public final class Simulator {
             for adapter in adapters { adapter.shutDown() }
         }
         isRunning = false
+        agents.releaseAll(on: connection, notify: mode == .clean)
         advertisingScheduler?.stop()
         advertisingScheduler = nil
         clock.cancelAll()
@@ -222,6 +229,7 @@ public final class Simulator {
     private func connectionDropped() {
         guard isRunning else { return }
         isRunning = false
+        agents.releaseAll(on: nil, notify: false)
         advertisingScheduler?.stop()
         clock.cancelAll()
         for adapter in adapters { adapter.forget() }
@@ -263,6 +271,12 @@ public final class Simulator {
 
     func airPeripheral(_ address: String) -> AirPeripheral? {
         air.first { $0.address == address.uppercased() }
+    }
+
+    /// Makes the virtual peripheral at `address` respond to `Pair` as `pairing` says (nil: the
+    /// default NoInputNoOutput responder that accepts).
+    public func setPairing(_ pairing: PeerPairing?, for address: String) {
+        peerPairing[address.uppercased()] = pairing
     }
 
     /// The adapter named `name` (`hci0`).
