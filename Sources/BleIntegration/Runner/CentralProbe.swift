@@ -29,14 +29,14 @@ enum ProbeEvent: CustomStringConvertible {
         case .failedToConnect(let peripheral, let error): return "failedToConnect \(peripheral.address) \(Self.describe(error))"
         case .disconnected(let peripheral, let error): return "disconnected \(peripheral.address) \(Self.describe(error))"
         case .services(let error): return "services \(Self.describe(error))"
-        case .characteristics(let service, let error): return "characteristics \(service.uuid) \(Self.describe(error))"
-        case .descriptors(let characteristic, let error): return "descriptors \(characteristic.uuid) \(Self.describe(error))"
+        case .characteristics(let service, let error): return "characteristics \(service.uuid.uuidString) \(Self.describe(error))"
+        case .descriptors(let characteristic, let error): return "descriptors \(characteristic.uuid.uuidString) \(Self.describe(error))"
         case .value(let characteristic, let data, let error):
-            return "value \(characteristic.uuid) \(data.map(Self.hex) ?? "-") \(Self.describe(error))"
-        case .wrote(let characteristic, let error): return "wrote \(characteristic.uuid) \(Self.describe(error))"
-        case .notifyState(let characteristic, let on, let error): return "notifying \(characteristic.uuid) \(on) \(Self.describe(error))"
+            return "value \(characteristic.uuid.uuidString) \(data.map(Self.hex) ?? "-") \(Self.describe(error))"
+        case .wrote(let characteristic, let error): return "wrote \(characteristic.uuid.uuidString) \(Self.describe(error))"
+        case .notifyState(let characteristic, let on, let error): return "notifying \(characteristic.uuid.uuidString) \(on) \(Self.describe(error))"
         case .descriptorValue(let descriptor, let data, let error):
-            return "descriptorValue \(descriptor.uuid) \(data.map(Self.hex) ?? "-") \(Self.describe(error))"
+            return "descriptorValue \(descriptor.uuid.uuidString) \(data.map(Self.hex) ?? "-") \(Self.describe(error))"
         case .servicesModified(let uuids): return "servicesModified \(uuids.map(\.uuidString))"
         case .readyToWrite: return "readyToWrite"
         }

@@ -267,20 +267,20 @@ public final class ScenarioContext {
         for service in services {
             mark = probe.mark
             peripheral.discoverCharacteristics(nil, for: service)
-            try await probe.wait(since: mark, timeout: eventDeadline, "characteristics of \(service.uuid)") {
+            try await probe.wait(since: mark, timeout: eventDeadline, "characteristics of \(service.uuid.uuidString)") {
                 if case .characteristics(let other, _) = $0 { return other === service }
                 return false
             }
             for characteristic in service.characteristics ?? [] {
                 mark = probe.mark
                 peripheral.discoverDescriptors(for: characteristic)
-                try await probe.wait(since: mark, timeout: eventDeadline, "descriptors of \(characteristic.uuid)") {
+                try await probe.wait(since: mark, timeout: eventDeadline, "descriptors of \(characteristic.uuid.uuidString)") {
                     if case .descriptors(let other, _) = $0 { return other === characteristic }
                     return false
                 }
                 guard recorded.contains(service.uuid) else { continue }
                 let descriptors = (characteristic.descriptors ?? []).map(\.uuid.uuidString)
-                step("characteristic \(characteristic.uuid) properties=\(Self.names(of: characteristic.properties)) descriptors=\(descriptors)")
+                step("characteristic \(characteristic.uuid.uuidString) properties=\(Self.names(of: characteristic.properties)) descriptors=\(descriptors)")
             }
         }
     }
@@ -309,16 +309,16 @@ public final class ScenarioContext {
     func read(_ peripheral: Peripheral, _ characteristic: Characteristic, label: String = "read") async throws -> Result<Data, BleError> {
         let mark = probe.mark
         peripheral.readValue(for: characteristic)
-        let event = try await probe.wait(since: mark, timeout: eventDeadline, "\(label) \(characteristic.uuid)") {
+        let event = try await probe.wait(since: mark, timeout: eventDeadline, "\(label) \(characteristic.uuid.uuidString)") {
             if case .value(let other, _, _) = $0 { return other === characteristic }
             return false
         }
         guard case .value(_, let data, let error) = event else { throw ScenarioFailure("unexpected \(event)") }
         if let error {
-            step("\(label) \(characteristic.uuid) \(ProbeEvent.describe(error))")
+            step("\(label) \(characteristic.uuid.uuidString) \(ProbeEvent.describe(error))")
             return .failure(error)
         }
-        step("\(label) \(characteristic.uuid) = \(ProbeEvent.hex(data ?? Data()))")
+        step("\(label) \(characteristic.uuid.uuidString) = \(ProbeEvent.hex(data ?? Data()))")
         return .success(data ?? Data())
     }
 
@@ -327,12 +327,12 @@ public final class ScenarioContext {
     func write(_ peripheral: Peripheral, _ data: Data, _ characteristic: Characteristic, label: String = "write") async throws -> BleError? {
         let mark = probe.mark
         peripheral.writeValue(data, for: characteristic, type: .withResponse)
-        let event = try await probe.wait(since: mark, timeout: eventDeadline, "\(label) \(characteristic.uuid)") {
+        let event = try await probe.wait(since: mark, timeout: eventDeadline, "\(label) \(characteristic.uuid.uuidString)") {
             if case .wrote(let other, _) = $0 { return other === characteristic }
             return false
         }
         guard case .wrote(_, let error) = event else { throw ScenarioFailure("unexpected \(event)") }
-        step("\(label) \(characteristic.uuid) \(data.count) bytes \(ProbeEvent.describe(error))")
+        step("\(label) \(characteristic.uuid.uuidString) \(data.count) bytes \(ProbeEvent.describe(error))")
         return error
     }
 
@@ -340,18 +340,18 @@ public final class ScenarioContext {
     func setNotify(_ peripheral: Peripheral, _ on: Bool, _ characteristic: Characteristic) async throws {
         let mark = probe.mark
         peripheral.setNotifyValue(on, for: characteristic)
-        let event = try await probe.wait(since: mark, timeout: eventDeadline, "notify \(on) \(characteristic.uuid)") {
+        let event = try await probe.wait(since: mark, timeout: eventDeadline, "notify \(on) \(characteristic.uuid.uuidString)") {
             if case .notifyState(let other, _, _) = $0 { return other === characteristic }
             return false
         }
         guard case .notifyState(_, let state, let error) = event else { throw ScenarioFailure("unexpected \(event)") }
-        step("notify \(characteristic.uuid) \(state) \(ProbeEvent.describe(error))")
+        step("notify \(characteristic.uuid.uuidString) \(state) \(ProbeEvent.describe(error))")
         try expect(error == nil && state == on, "notify \(on) failed: \(event)")
     }
 
     /// Waits for the next `count` notifications of `characteristic` since `mark`.
     func notifications(of characteristic: Characteristic, since mark: Int, count: Int) async throws -> [Data] {
-        try await probe.wait(since: mark, timeout: eventDeadline, "\(count) notifications of \(characteristic.uuid)") { [probe] _ in
+        try await probe.wait(since: mark, timeout: eventDeadline, "\(count) notifications of \(characteristic.uuid.uuidString)") { [probe] _ in
             probe.events.dropFirst(mark).filter { if case .value(let other, _, nil) = $0 { return other === characteristic }; return false }.count >= count
         }
         return probe.events.dropFirst(mark).compactMap { event -> Data? in
