@@ -57,6 +57,13 @@ let package = Package(
         .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleDBus"], exclude: ["Parity"]),
         .testTarget(name: "BlueZVocabularyTests", dependencies: ["BlueZVocabulary", "BleDBus"]),
         .testTarget(name: "DataLoggerExampleTests", dependencies: ["DataLoggerExample", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
+        // FXBlueTooth's README example, unchanged but for its imports, in Swift 5 mode as iOS apps
+        // are. Its one warning (an unused `[weak self]` in the README's startScan) is the README's
+        // own and stays, so warnings are suppressed for this target only.
+        .target(name: "FXBlueToothReadme", dependencies: ["BleDSL"], path: "Examples/FXBlueToothReadme",
+                swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-suppress-warnings"])]),
+        .testTarget(name: "FXBlueToothReadmeTests", dependencies: ["FXBlueToothReadme", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"],
+                    swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
     ],
     swiftLanguageModes: [.v6]

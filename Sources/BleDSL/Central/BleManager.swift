@@ -77,12 +77,11 @@ public final class BleManager: @unchecked Sendable {
     /// The central manager.
     public let centralManager: CentralManager
 
-    /// A manager on the system bus's first powered adapter; `options` as CoreBluetooth's init
-    /// options (`CBCentralManagerOptionRestoreIdentifierKey` turns on restoration).
+    /// A manager with `CentralManagerOptions.defaults` (the system bus's first powered adapter
+    /// unless the program set other defaults); `options` as CoreBluetooth's init options
+    /// (`CBCentralManagerOptionRestoreIdentifierKey` turns on restoration).
     public convenience init(options: [String: Any]? = nil) {
-        var managerOptions = CentralManagerOptions()
-        if options?["kCBInitOptionRestoreIdentifier"] != nil { managerOptions.restoreConnectedPeripherals = true }
-        self.init(centralOptions: managerOptions)
+        self.init(centralOptions: CentralManagerOptions.defaults(applying: options))
     }
 
     /// A manager with BleCore options (bus, adapter, timeouts).

@@ -87,6 +87,10 @@ extension PeripheralDevice {
         }
 
         /// Queues `option`; `singleCompletion` gets the response's packets concatenated.
+        ///
+        /// Disfavoured, so a trailing closure means `completion:` (FXBlueTooth's README passes
+        /// `{ result in … packets.count … }` and means the packets): both labels would accept it.
+        @_disfavoredOverload
         @discardableResult
         open func executable(option: PeripheralOperationCommand, singleCompletion: SingleCompletion? = nil) -> CommandToken {
             executable(option: option) { result in
