@@ -85,7 +85,7 @@ struct ReadmeExampleTests {
         // 扫描
         btManager.startScan()
         #expect(await readmeTranscript.wait(startingWith: "扫描到 1 台设备"), "\(readmeTranscript.lines)")
-        #expect(readmeTranscript.lines.contains("  - MyDevice-01, RSSI: -50"), "\(readmeTranscript.lines)")
+        #expect(await readmeTranscript.wait(startingWith: "  - MyDevice-01, RSSI: -50"), "\(readmeTranscript.lines)")
 
         // 连接（UUID 从扫描结果中获取）: the scan's replacement must not print a scan error.
         let uuid = try #require(await Self.identifier(bus: bus))
