@@ -78,6 +78,14 @@ public final class BleManager: @unchecked Sendable {
     /// The central manager.
     public let centralManager: CentralManager
 
+    /// How long a command with a connect target scans when it has no `.scanTimeout` item
+    /// (`BleManagerCommand.defaultScanTimeout`, 30 s, unless changed): FXBlueTooth scanned
+    /// for ever, silently, when the target was absent. `.infinity` restores that.
+    public var defaultScanTimeout: TimeInterval {
+        get { centralManager.sessions.defaultScanTimeout.withLock { $0 } }
+        set { centralManager.sessions.defaultScanTimeout.withLock { $0 = newValue } }
+    }
+
     /// Whether a command replaced by a later `execute` before it connected ends with
     /// `.failure(.superseded)`. False by default: as on iOS, where FXBlueTooth drops the old
     /// handler, the README's `startScan()` then `connect(uuid:)` prints no scan error. Set it

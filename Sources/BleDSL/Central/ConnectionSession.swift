@@ -72,6 +72,8 @@ final class SessionRouter: @unchecked Sendable {
     private let central: BleCore.CentralManager
     /// Whether a replaced command's handler hears `.superseded` (see `BleManager.reportsSupersededCommands`).
     let reportsSuperseded = Atomic<Bool>(false)
+    /// The scan deadline of commands with a target and no `.scanTimeout` (see `BleManager.defaultScanTimeout`).
+    let defaultScanTimeout = Mutex<TimeInterval>(BleManagerCommand.defaultScanTimeout)
     private var sessions: [ConnectionSession] = []
     private var nextID = 1
 
@@ -203,7 +205,7 @@ final class SessionRouter: @unchecked Sendable {
         // The scan timeout counts scanning time, not the wait for the adapter to power on. A
         // command looking for a target never scans silently forever: without `.scanTimeout` it
         // gets the default deadline; `.scanTimeout(.infinity)` is the explicit "forever".
-        let deadline = session.command.scanTimeout ?? (session.command.connect == nil ? nil : BleManagerCommand.defaultScanTimeout)
+        let deadline = session.command.scanTimeout ?? (session.command.connect == nil ? nil : defaultScanTimeout.withLock { $0 })
         if let seconds = deadline, seconds.isFinite, session.scanTimer == nil {
             session.scanTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
                 guard let self, let session, session.isScanning else { return }

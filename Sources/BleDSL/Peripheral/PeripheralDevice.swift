@@ -90,6 +90,8 @@ open class PeripheralDevice: PeripheralHandler, PeripheralDelegate, @unchecked S
     /// Discovers the characteristics of every discovered service, or reports the error.
     open func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) {
         if let error {
+            // A wanted service that is not there is named, to the listeners and to the handler.
+            if case .serviceNotFound(let uuid)? = error as? BleError { return reportMissing(.service(uuid)) }
             for listener in command?.discoverCharacteristics ?? [] { listener.didFailToDiscover(error: error) }
             return
         }
