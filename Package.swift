@@ -43,6 +43,8 @@ let package = Package(
         // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.
         .target(name: "DataLoggerExample", dependencies: ["BleDSL"], path: "Examples/DataLogger",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The Swift 6 command-line app template (docs/PORTING.md): a @MainActor delegate on queue .main, BleProgram.run.
+        .executableTarget(name: "BleKitAppTemplate", dependencies: ["BleCore"], path: "Examples/Template"),
         // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).
         .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
@@ -62,6 +64,15 @@ let package = Package(
         .testTarget(name: "DataLoggerExampleTests", dependencies: ["DataLoggerExample", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleAssignedNumbersTests", dependencies: ["BleAssignedNumbers"]),
         .testTarget(name: "BlekitCLITests", dependencies: ["BleSim", "BleTestSupport", "BleDBus"]),
+        // FXBlueTooth's README example, unchanged but for its imports, in Swift 5 mode as iOS apps
+        // are. Its one warning (an unused `[weak self]` in the README's startScan) is the README's
+        // own and stays, so warnings are suppressed for this target only.
+        .target(name: "FXBlueToothReadme", dependencies: ["BleDSL"], path: "Examples/FXBlueToothReadme",
+                swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-suppress-warnings"])]),
+        .testTarget(name: "FXBlueToothReadmeTests", dependencies: ["FXBlueToothReadme", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"],
+                    swiftSettings: [.swiftLanguageMode(.v5)]),
+        // Porting behaviours (issue 11): CoreBluetooth and FXBlueTooth shapes, deadlines, threads; runs the template.
+        .testTarget(name: "PortingTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),

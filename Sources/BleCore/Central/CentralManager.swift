@@ -79,9 +79,9 @@ public final class CentralManager: @unchecked Sendable {
         LoopBridge.async { session.close(.managerReleased) }
     }
 
-    /// A manager with default options, as `CBCentralManager(delegate:queue:)`.
+    /// A manager with `CentralManagerOptions.defaults`, as `CBCentralManager(delegate:queue:)`.
     public convenience init(delegate: CentralManagerDelegate?, queue: DispatchQueue?) {
-        self.init(delegate: delegate, queue: queue, options: CentralManagerOptions())
+        self.init(delegate: delegate, queue: queue, options: CentralManagerOptions.defaults)
     }
 
     // MARK: Public state

@@ -13,7 +13,13 @@ public protocol CentralManagerDelegate: AnyObject {
     /// `CBCentralManagerRestoredStatePeripheralsKey` (`[Peripheral]`).
     func centralManager(_ central: CentralManager, willRestoreState dict: [String: Any])
     /// A scan found (or, with duplicates allowed, heard again) a peripheral.
+    ///
+    /// Its default calls the CoreBluetooth form below, so iOS code that implements only that
+    /// one is called; implement one of the two (with both, only this one is called).
     func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int)
+    /// CoreBluetooth's form of the discovery callback: `advertisementData` keyed by the
+    /// `CBAdvertisementData…Key` constants, the RSSI as an `NSNumber`.
+    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: [String: Any], rssi RSSI: NSNumber)
     /// The peripheral is connected and BlueZ has resolved its GATT services; call
     /// `discoverServices` (it answers at once from BlueZ's cache), as with CoreBluetooth.
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
@@ -32,8 +38,12 @@ extension CentralManagerDelegate {
     public func centralManagerDidUpdateState(_ central: CentralManager) {}
     /// Does nothing.
     public func centralManager(_ central: CentralManager, willRestoreState dict: [String: Any]) {}
+    /// Calls the CoreBluetooth form (`[String: Any]`, `NSNumber`).
+    public func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {
+        centralManager(central, didDiscover: peripheral, advertisementData: advertisementData.dictionary, rssi: NSNumber(value: RSSI))
+    }
     /// Does nothing.
-    public func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {}
+    public func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {}
     /// Does nothing.
     public func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {}
     /// Does nothing.

@@ -9,8 +9,10 @@ public protocol PeripheralDelegate: AnyObject {
     func peripheralDidUpdateName(_ peripheral: Peripheral)
     /// Services disappeared from the GATT tree (the peripheral's database changed).
     func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service])
-    /// Answer to `readRSSI()`.
+    /// Answer to `readRSSI()`. Its default calls the CoreBluetooth form (`NSNumber`).
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: Error?)
+    /// CoreBluetooth's form of the RSSI answer.
+    func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: NSNumber, error: Error?)
     /// Answer to `discoverServices(_:)`.
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?)
     /// Answer to `discoverCharacteristics(_:for:)`.
@@ -38,8 +40,12 @@ extension PeripheralDelegate {
     public func peripheralDidUpdateName(_ peripheral: Peripheral) {}
     /// Does nothing.
     public func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service]) {}
+    /// Calls the CoreBluetooth form (`NSNumber`).
+    public func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: Error?) {
+        self.peripheral(peripheral, didReadRSSI: NSNumber(value: RSSI), error: error)
+    }
     /// Does nothing.
-    public func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: Error?) {}
+    public func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: NSNumber, error: Error?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) {}
     /// Does nothing.

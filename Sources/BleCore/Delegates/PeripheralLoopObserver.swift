@@ -16,6 +16,13 @@ package protocol PeripheralLoopObserver: AnyObject {
     func peripheralIsReadyToWriteWithoutResponse(_ peripheral: Peripheral)
     /// The link went down (`error` nil when the app asked).
     func peripheral(_ peripheral: Peripheral, didLoseLink error: BleError?)
+    /// A descriptor read's result (nil with an error).
+    func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for descriptor: Descriptor, error: BleError?)
+}
+
+extension PeripheralLoopObserver {
+    /// Observers that do not read descriptors ignore their results.
+    package func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for descriptor: Descriptor, error: BleError?) {}
 }
 
 /// A weak reference to a loop observer.

@@ -96,7 +96,7 @@ extension Peripheral {
         emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: nil) }
     }
 
-    @BleLoop func performDiscoverDescriptors(for characteristic: Characteristic) {
+    @BleLoop package func performDiscoverDescriptors(for characteristic: Characteristic) {
         guard isLinkUp else {
             return emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.peripheralNotConnected) }
         }

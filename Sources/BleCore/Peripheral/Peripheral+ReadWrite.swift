@@ -33,7 +33,7 @@ extension Peripheral {
 
     // MARK: Descriptor read / write
 
-    @BleLoop func performRead(_ descriptor: Descriptor) {
+    @BleLoop package func performRead(_ descriptor: Descriptor) {
         guard descriptorsByPath[descriptor.path] === descriptor else { return emitValue(nil, for: descriptor, error: .attributeGone) }
         run("ReadValue", on: descriptor.path, start: { [weak self] operation in
             self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [BlueZShapes.propertyDictionary([])]) {

@@ -222,6 +222,7 @@ public final class Peripheral: @unchecked Sendable {
 
     /// A descriptor's value callback, carrying its value like `emitValue(_:for:error:)`.
     @BleLoop func emitValue(_ value: Data?, for descriptor: Descriptor, error: BleError?) {
+        for observer in loopObservers { observer.value?.peripheral(self, didReceive: value, for: descriptor, error: error) }
         let delivered = DeliveredValue(attribute: ObjectIdentifier(descriptor), value: value)
         emit { delegate in
             DeliveredValue.$current.withValue(delivered) {

@@ -41,7 +41,7 @@ public enum BleLog {
         set { storage.value = newValue }
     }
 
-    static func log(_ level: Level, _ text: @autoclosure () -> String) {
+    package static func log(_ level: Level, _ text: @autoclosure () -> String) {
         guard level <= self.level else { return }
         FileHandle.standardError.write(Data("BleKit[\(level)]: \(text())\n".utf8))
     }

@@ -66,8 +66,13 @@ private final class ClosureBox<T>: @unchecked Sendable {
 final class CallbackQueue: Sendable {
     let queue: DispatchQueue?
     private let ordered = OrderedCallbacks()
+    /// Reports callbacks that wait on a blocked or unserved `queue`.
+    private let stalls: CallbackStallMonitor?
 
-    init(queue: DispatchQueue?) { self.queue = queue }
+    init(queue: DispatchQueue?) {
+        self.queue = queue
+        stalls = queue.map { CallbackStallMonitor(label: $0 === DispatchQueue.main ? "main" : $0.label) }
+    }
 
     /// Runs `work` on the loop now (or after the app's call returns), or on the queue in order.
     /// `work` is `@Sendable`, so it is never inferred to be loop-isolated: on a queue it would
@@ -79,6 +84,10 @@ final class CallbackQueue: Sendable {
     @BleLoop
     func deliver(_ work: @escaping @Sendable () -> Void) {
         guard let queue else { return ordered.run(work) }
-        queue.async(execute: work)
+        if let stalls {
+            queue.async(execute: stalls.track(work))
+        } else {
+            queue.async(execute: work)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import BleRuntime
+import Synchronization
 import Foundation
 
 /// FXBlueTooth's central entry point: `execute(commandItems:handler:)` scans, filters, connects
@@ -77,12 +78,28 @@ public final class BleManager: @unchecked Sendable {
     /// The central manager.
     public let centralManager: CentralManager
 
-    /// A manager on the system bus's first powered adapter; `options` as CoreBluetooth's init
-    /// options (`CBCentralManagerOptionRestoreIdentifierKey` turns on restoration).
+    /// How long a command with a connect target scans when it has no `.scanTimeout` item
+    /// (`BleManagerCommand.defaultScanTimeout`, 30 s, unless changed): FXBlueTooth scanned
+    /// for ever, silently, when the target was absent. `.infinity` restores that.
+    public var defaultScanTimeout: TimeInterval {
+        get { centralManager.sessions.defaultScanTimeout.withLock { $0 } }
+        set { centralManager.sessions.defaultScanTimeout.withLock { $0 = newValue } }
+    }
+
+    /// Whether a command replaced by a later `execute` before it connected ends with
+    /// `.failure(.superseded)`. False by default: as on iOS, where FXBlueTooth drops the old
+    /// handler, the README's `startScan()` then `connect(uuid:)` prints no scan error. Set it
+    /// to hear replacements (they are also logged at info level either way).
+    public var reportsSupersededCommands: Bool {
+        get { centralManager.sessions.reportsSuperseded.load(ordering: .relaxed) }
+        set { centralManager.sessions.reportsSuperseded.store(newValue, ordering: .relaxed) }
+    }
+
+    /// A manager with `CentralManagerOptions.defaults` (the system bus's first powered adapter
+    /// unless the program set other defaults); `options` as CoreBluetooth's init options
+    /// (`CBCentralManagerOptionRestoreIdentifierKey` turns on restoration).
     public convenience init(options: [String: Any]? = nil) {
-        var managerOptions = CentralManagerOptions()
-        if options?["kCBInitOptionRestoreIdentifier"] != nil { managerOptions.restoreConnectedPeripherals = true }
-        self.init(centralOptions: managerOptions)
+        self.init(centralOptions: CentralManagerOptions.defaults(applying: options))
     }
 
     /// A manager with BleCore options (bus, adapter, timeouts).
@@ -98,7 +115,10 @@ public final class BleManager: @unchecked Sendable {
     /// Runs `command`: waits for the adapter, scans (or retrieves) the target, connects, assigns
     /// `handle.peripheral`, then calls `handler` with `.connected`; later `.disconnected` (and,
     /// with a reconnect policy, `.connected` again). A command still scanning or connecting when
-    /// the next `execute` comes ends with `.superseded`; connected ones live on.
+    /// the next `execute` comes is replaced (silently unless `reportsSupersededCommands`);
+    /// connected ones live on. Every wait has a deadline: power-on (`.powerOnTimeout`, 10 s),
+    /// the scan for a target (`.scanTimeout`, 30 s) and connecting (`.connectTimeout`, or the
+    /// manager's `connectTimeout`).
     public func execute(command: BleManagerCommand? = nil, handler: Handler? = nil) {
         let box = UncheckedSendable((command ?? BleManagerCommand(), handler))
         let router = centralManager.sessions

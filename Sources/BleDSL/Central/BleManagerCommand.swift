@@ -87,8 +87,13 @@ public enum BleManagerCommandItem {
     case cancelConnect(Peripheral)
     /// Hears disconnects of the peripheral this command connects.
     case didDisConnect(PeripheralDidDisConnect)
-    /// Fail with `.scanTimeout` when no target was found in time.
+    /// Fail with `.scanTimeout` when no target was found in time. A command with a connect
+    /// target gets `BleManagerCommand.defaultScanTimeout` without this item; `.infinity` scans
+    /// until found.
     case scanTimeout(TimeInterval)
+    /// How long the command waits for the adapter to be powered on before failing
+    /// (default `BleManagerCommand.defaultPowerOnTimeout`; `.infinity` waits for ever).
+    case powerOnTimeout(TimeInterval)
     /// Fail with `.centralConnectError(.timeout)` (and cancel) when connecting takes longer.
     case connectTimeout(TimeInterval)
     /// Reconnect after unexpected disconnects.
@@ -121,6 +126,13 @@ public struct BleManagerCommand {
     public var connectTimeout: TimeInterval?
     /// Reconnect policy.
     public var reconnect: ReconnectPolicy?
+    /// Power-on wait in seconds.
+    public var powerOnTimeout: TimeInterval?
+
+    /// The scan deadline of a command with a connect target and no `.scanTimeout`: 30 s.
+    public static let defaultScanTimeout: TimeInterval = 30
+    /// How long a command waits for `poweredOn` without `.powerOnTimeout`: 10 s.
+    public static let defaultPowerOnTimeout: TimeInterval = 10
 
     /// Folds `items`.
     public init(_ items: [BleManagerCommandItem]? = nil) {
@@ -138,6 +150,7 @@ public struct BleManagerCommand {
             case .scanTimeout(let value): scanTimeout = value
             case .connectTimeout(let value): connectTimeout = value
             case .reconnect(let value): reconnect = value
+            case .powerOnTimeout(let value): powerOnTimeout = value
             }
         }
     }

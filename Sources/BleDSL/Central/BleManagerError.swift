@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why a `BleManager` command failed.
-public enum BleManagerError: Error, CustomStringConvertible {
+public enum BleManagerError: Error, CustomStringConvertible, LocalizedError {
     /// Why the adapter cannot be used.
     public enum CentralStateReason: Equatable, Sendable {
         /// The state is not known (kept for FXBlueTooth; BleKit waits instead of failing on it).
@@ -32,8 +32,17 @@ public enum BleManagerError: Error, CustomStringConvertible {
     case centralConnectError(reason: CentralConnectReason)
     /// No matching peripheral was found within the command's scan timeout.
     case scanTimeout(seconds: TimeInterval)
-    /// A later `execute` replaced this command while it was still scanning or connecting.
+    /// A later `execute` replaced this command while it was still scanning or connecting
+    /// (only with `BleManager.reportsSupersededCommands`; by default the handler is dropped
+    /// silently, as on iOS), or `cancelAll` ended it.
     case superseded
+    /// Bluetooth cannot be used at all; `cause` says why: no system bus (`.noBus`), bluetoothd
+    /// not running (`.serviceUnknown`), or the D-Bus policy refuses this process (`.accessDenied`).
+    case bluetoothUnavailable(BleError)
+    /// The adapter stayed powered off for the command's whole power-on wait.
+    case poweredOffTimeout(seconds: TimeInterval)
+    /// Connected, but the device lacks a service, characteristic or descriptor the command needs.
+    case attributeNotFound(MissingAttribute)
     /// Free-form error (kept for FXBlueTooth source compatibility; BleKit does not produce it).
     case custom(String)
 
@@ -43,10 +52,21 @@ public enum BleManagerError: Error, CustomStringConvertible {
         case .centralStateError(let reason):
             switch reason {
             case .unknown, .resetting: return "Bluetooth is not ready yet (\(reason)); retry in a moment."
-            case .unsupported: return "No Bluetooth adapter was found. Plug one in, or use BleSim (blekit sim)."
+            case .unsupported: return "bluetoothd runs but has no Bluetooth adapter (or not the one asked for). Plug one in, check `bluetoothctl list` and `rfkill list`, or use BleSim (blekit sim)."
             case .unauthorized: return "BlueZ refused access. Run as a member of the 'bluetooth' group or adjust the D-Bus policy for org.bluez."
-            case .poweredOff: return "The Bluetooth adapter is powered off. Power it on (bluetoothctl power on) or set CentralManagerOptions.autoPowerOn."
+            case .poweredOff: return "The Bluetooth adapter is powered off. Power it on (bluetoothctl power on) or set CentralManagerOptions.powerOnAdapter."
             }
+        case .bluetoothUnavailable(let cause):
+            switch cause {
+            case .noBus: return "No system bus, so no Bluetooth. \(cause)"
+            case .serviceUnknown: return "No bluetoothd, so no Bluetooth. \(cause)"
+            case .accessDenied: return "No permission to use Bluetooth. \(cause)"
+            default: return "Bluetooth is unavailable. \(cause)"
+            }
+        case .poweredOffTimeout(let seconds):
+            return "The Bluetooth adapter stayed powered off for \(seconds) s. Power it on (bluetoothctl power on) or set CentralManagerOptions.powerOnAdapter."
+        case .attributeNotFound(let missing):
+            return missing.description
         case .centralConnectError(let reason):
             switch reason {
             case .failToConnect(let error): return "Connecting failed: \(error.map { "\($0)" } ?? "unknown error")."
@@ -62,4 +82,7 @@ public enum BleManagerError: Error, CustomStringConvertible {
             return text
         }
     }
+
+    /// `description`, for `error.localizedDescription`.
+    public var errorDescription: String? { description }
 }

@@ -1,5 +1,6 @@
 import BleRuntime
 import Foundation
+import Synchronization
 
 /// One `execute`: its phases as an explicit state machine.
 final class ConnectionSession: @unchecked Sendable {
@@ -22,6 +23,7 @@ final class ConnectionSession: @unchecked Sendable {
     var scanTimer: LoopTimer?
     var connectTimer: LoopTimer?
     var reconnectTimer: LoopTimer?
+    var powerTimer: LoopTimer?
     /// A disconnect we asked for is reported without error and never reconnected.
     var disconnectRequested = false
 
@@ -57,6 +59,8 @@ final class ConnectionSession: @unchecked Sendable {
         scanTimer?.cancel()
         connectTimer?.cancel()
         reconnectTimer?.cancel()
+        powerTimer?.cancel()
+        powerTimer = nil
         scanTimer = nil
         connectTimer = nil
         reconnectTimer = nil
@@ -66,6 +70,10 @@ final class ConnectionSession: @unchecked Sendable {
 /// Routes central events to the sessions they belong to. Loop-confined.
 final class SessionRouter: @unchecked Sendable {
     private let central: BleCore.CentralManager
+    /// Whether a replaced command's handler hears `.superseded` (see `BleManager.reportsSupersededCommands`).
+    let reportsSuperseded = Atomic<Bool>(false)
+    /// The scan deadline of commands with a target and no `.scanTimeout` (see `BleManager.defaultScanTimeout`).
+    let defaultScanTimeout = Mutex<TimeInterval>(BleManagerCommand.defaultScanTimeout)
     private var sessions: [ConnectionSession] = []
     private var nextID = 1
 
@@ -79,7 +87,10 @@ final class SessionRouter: @unchecked Sendable {
         // One scan at a time: an older command still looking for its target is replaced.
         for session in sessions where session.isPreConnection {
             if case .connecting(let peripheral, _) = session.phase { central.cancelPeripheralConnection(peripheral) }
-            end(session, with: .failure(.superseded))
+            // Silent by default, as on iOS, where FXBlueTooth simply drops the old handler: the
+            // README flow (startScan, then connect) would otherwise print an error every time.
+            BleLog.log(.info, "BleManager: a new execute replaced command \(session.id) before it connected")
+            end(session, with: reportsSuperseded.load(ordering: .relaxed) ? .failure(.superseded) : nil)
         }
         central.stopScan()
         let session = ConnectionSession(id: nextID, command: command, handler: handler)
@@ -100,7 +111,27 @@ final class SessionRouter: @unchecked Sendable {
         if case .uuid(let text, let services)? = command.connect, let known = retrieve(text, services: services) {
             return beginConnecting(session, to: known, attempt: 1)
         }
+        waitForPower(session)
         stateChanged(central.state)
+    }
+
+    /// Commands wait for `poweredOn` (not only while the state is unknown), but not forever.
+    private func waitForPower(_ session: ConnectionSession) {
+        let seconds = session.command.powerOnTimeout ?? BleManagerCommand.defaultPowerOnTimeout
+        guard seconds.isFinite, seconds >= 0 else { return }
+        session.powerTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
+            guard let self, let session, case .waitingForPower = session.phase else { return }
+            self.end(session, with: .failure(self.unavailable(self.central.state, waited: seconds)))
+        }
+    }
+
+    /// The error for a state that is not `poweredOn`, naming its real cause.
+    private func unavailable(_ state: ManagerState, waited: TimeInterval?) -> BleManagerError {
+        if state == .unsupported || state == .unauthorized || state == .resetting || state == .unknown, let cause = central.stateError {
+            return .bluetoothUnavailable(cause)
+        }
+        if state == .poweredOff, let waited { return .poweredOffTimeout(seconds: waited) }
+        return .centralStateError(reason: SessionRouter.reason(state))
     }
 
     private func isConnecting(_ session: ConnectionSession) -> Bool {
@@ -138,15 +169,17 @@ final class SessionRouter: @unchecked Sendable {
                     } else {
                         startScanning(session)
                     }
-                case .unknown, .resetting: continue
-                default: end(session, with: .failure(.centralStateError(reason: SessionRouter.reason(state))))
+                // Off may be switched on (README: commands wait for poweredOn); the power timer
+                // ends the wait.
+                case .unknown, .resetting, .poweredOff: continue
+                default: end(session, with: .failure(unavailable(state, waited: nil)))
                 }
             case .scanning where state != .poweredOn:
                 if state == .resetting || state == .unknown {
                     // bluetoothd is restarting: scan again once it is back.
                     session.phase = .waitingForPower
                 } else {
-                    end(session, with: .failure(.centralStateError(reason: SessionRouter.reason(state))))
+                    end(session, with: .failure(unavailable(state, waited: nil)))
                 }
             default:
                 continue
@@ -167,8 +200,13 @@ final class SessionRouter: @unchecked Sendable {
 
     private func startScanning(_ session: ConnectionSession) {
         session.phase = .scanning
-        // The scan timeout counts scanning time, not the wait for the adapter to power on.
-        if let seconds = session.command.scanTimeout, session.scanTimer == nil {
+        session.powerTimer?.cancel()
+        session.powerTimer = nil
+        // The scan timeout counts scanning time, not the wait for the adapter to power on. A
+        // command looking for a target never scans silently forever: without `.scanTimeout` it
+        // gets the default deadline; `.scanTimeout(.infinity)` is the explicit "forever".
+        let deadline = session.command.scanTimeout ?? (session.command.connect == nil ? nil : defaultScanTimeout.withLock { $0 })
+        if let seconds = deadline, seconds.isFinite, session.scanTimer == nil {
             session.scanTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
                 guard let self, let session, session.isScanning else { return }
                 self.central.stopScan()
@@ -221,7 +259,9 @@ final class SessionRouter: @unchecked Sendable {
         session.phase = .connecting(peripheral, attempt: attempt)
         session.scanTimer?.cancel()
         session.scanTimer = nil
-        if let seconds = session.command.connectTimeout {
+        session.powerTimer?.cancel()
+        session.powerTimer = nil
+        if let seconds = session.command.connectTimeout, seconds.isFinite {
             session.connectTimer?.cancel()
             session.connectTimer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak session] in
                 guard let self, let session, case .connecting(let pending, _) = session.phase, pending === peripheral else { return }
@@ -242,6 +282,10 @@ final class SessionRouter: @unchecked Sendable {
         session.connectTimer?.cancel()
         session.connectTimer = nil
         session.phase = .connected(peripheral)
+        // The command's handler hears what discovery does not find, by UUID.
+        if let device = session.command.handle as? PeripheralDevice {
+            device.onMissingAttribute = { [weak session] missing in session?.handler?(.failure(.attributeNotFound(missing))) }
+        }
         // Before the handler runs, so the handler sees it attached; this starts discovery.
         session.command.handle?.peripheral = peripheral
         session.handler?(.success(.connected(peripheral)))

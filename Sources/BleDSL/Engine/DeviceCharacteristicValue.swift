@@ -54,6 +54,14 @@ extension PeripheralDevice {
             weak var peripheral: Peripheral?
             var readCharacteristic: BleCore.Characteristic?
             var writeCharacteristic: BleCore.Characteristic?
+            var missing: MissingAttribute?
+        }
+
+        /// What the last discovery did not find (set by `CharacteristicAdapter`): commands then
+        /// fail with `.attributeNotFound` naming it instead of `.characteristicsNotReady`.
+        public var missingAttribute: MissingAttribute? {
+            get { state.withLock { $0.missing } }
+            set { state.withLock { $0.missing = newValue } }
         }
 
         private let state = LoopLock(Shared())
@@ -77,16 +85,54 @@ extension PeripheralDevice {
         @discardableResult
         open func executable(option: PeripheralOperationCommand, completion: Completion? = nil) -> CommandToken {
             let token = engine.makeToken()
-            let box = UncheckedSendable((option, completion, peripheral, writeCharacteristic, readCharacteristic))
+            let box = UncheckedSendable((option, completion, peripheral, writeCharacteristic, readCharacteristic, missingAttribute))
             LoopHop.run { [engine] in
-                let (option, completion, peripheral, write, read) = box.value
+                let (option, completion, peripheral, write, read, missing) = box.value
                 engine.enqueue(id: token.id, option: option, completion: completion,
-                               peripheral: peripheral, write: write, read: read)
+                               peripheral: peripheral, write: write, read: read, missing: missing)
+            }
+            return token
+        }
+
+        /// Queues a GATT read ("what is the LED state?") in the same FIFO as the commands: of
+        /// `characteristic` (any discovered service), or of the read characteristic when nil.
+        /// `completion` gets the value, or `.attributeNotFound` naming the UUID, `.readFailed`,
+        /// `.timeout` after `timeout` seconds, `.disconnected`.
+        ///
+        /// A notification of the same characteristic arriving while the read is pending is
+        /// taken as its reply (BlueZ does not tell them apart).
+        @discardableResult
+        open func readValue(for characteristic: BluetoothUUID? = nil, timeout: TimeInterval = 20,
+                            completion: @escaping (Result<Data, Error>) -> Void) -> CommandToken {
+            enqueueRead(characteristic: characteristic, descriptor: nil, timeout: timeout, completion: completion)
+        }
+
+        /// Queues a read of `descriptor` on `characteristic` (the read characteristic when nil),
+        /// in the same FIFO as the commands.
+        @discardableResult
+        open func readValue(forDescriptor descriptor: BluetoothUUID, of characteristic: BluetoothUUID? = nil, timeout: TimeInterval = 20,
+                            completion: @escaping (Result<Data, Error>) -> Void) -> CommandToken {
+            enqueueRead(characteristic: characteristic, descriptor: descriptor, timeout: timeout, completion: completion)
+        }
+
+        private func enqueueRead(characteristic: BluetoothUUID?, descriptor: BluetoothUUID?, timeout: TimeInterval,
+                                 completion: @escaping (Result<Data, Error>) -> Void) -> CommandToken {
+            let token = engine.makeToken()
+            let done: Completion = { result in completion(result.map { $0.reduce(Data(), +) }) }
+            let box = UncheckedSendable((done, peripheral, readCharacteristic))
+            LoopHop.run { [engine] in
+                let (done, peripheral, read) = box.value
+                engine.enqueueRead(id: token.id, peripheral: peripheral, characteristic: characteristic, descriptor: descriptor,
+                                   fallback: read, timeout: timeout, completion: done)
             }
             return token
         }
 
         /// Queues `option`; `singleCompletion` gets the response's packets concatenated.
+        ///
+        /// Disfavoured, so a trailing closure means `completion:` (FXBlueTooth's README passes
+        /// `{ result in … packets.count … }` and means the packets): both labels would accept it.
+        @_disfavoredOverload
         @discardableResult
         open func executable(option: PeripheralOperationCommand, singleCompletion: SingleCompletion? = nil) -> CommandToken {
             executable(option: option) { result in

@@ -11,7 +11,16 @@ final class Engine: PeripheralLoopObserver {
     enum Event {
         case value(Characteristic, Data?, Error?)
         case written(Characteristic, Error?)
+        case descriptorValue(Descriptor, Data?, Error?)
         case readyToSend
+    }
+
+    /// What a command does on the link: an exchange (write `cmdData`, judge the packets), or a
+    /// GATT read whose reply is the response.
+    enum Kind {
+        case exchange
+        case readValue
+        case readDescriptor(Descriptor)
     }
 
     private final class Command {
@@ -24,10 +33,12 @@ final class Engine: PeripheralLoopObserver {
         var state: CommandState = .queued
         var timer: LoopTimer?
         var writeType: CharacteristicWriteType = .withResponse
+        let kind: Kind
 
         init(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
-             peripheral: Peripheral, write: Characteristic, read: Characteristic) {
+             peripheral: Peripheral, write: Characteristic, read: Characteristic, kind: Kind = .exchange) {
             self.id = id
+            self.kind = kind
             self.option = option
             self.completion = completion
             self.peripheral = peripheral
@@ -67,16 +78,48 @@ final class Engine: PeripheralLoopObserver {
     var pendingCount: Int { queue.count + (running == nil ? 0 : 1) }
 
     func enqueue(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
-                 peripheral: Peripheral?, write: Characteristic?, read: Characteristic?) {
+                 peripheral: Peripheral?, write: Characteristic?, read: Characteristic?, missing: MissingAttribute? = nil) {
         if cancelledBeforeStart.remove(id) != nil {
             report(completion, .failure(PeripheralCommandError.cancelled))
             return
         }
         guard let peripheral, let write, let read else {
-            report(completion, .failure(PeripheralCommandError.characteristicsNotReady))
+            // Discovery finished without the characteristic: say which one, not "not ready".
+            report(completion, .failure(missing.map(PeripheralCommandError.attributeNotFound) ?? PeripheralCommandError.characteristicsNotReady))
             return
         }
         queue.append(Command(id: id, option: option, completion: completion, peripheral: peripheral, write: write, read: read))
+        startNextIfIdle()
+    }
+
+    /// Queues a GATT read of `characteristic` (or of `descriptor` on it) in the same FIFO as the
+    /// exchanges: its reply is the response.
+    func enqueueRead(id: UInt64, peripheral: Peripheral?, characteristic: BluetoothUUID?, descriptor: BluetoothUUID?,
+                     fallback: Characteristic?, timeout: TimeInterval, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?) {
+        if cancelledBeforeStart.remove(id) != nil { return report(completion, .failure(PeripheralCommandError.cancelled)) }
+        guard let peripheral else { return report(completion, .failure(PeripheralCommandError.characteristicsNotReady)) }
+        let target: Characteristic
+        if let characteristic {
+            let all = (peripheral.services ?? []).flatMap { $0.characteristics ?? [] }
+            guard let found = all.first(where: { $0.uuid == characteristic }) else {
+                return report(completion, .failure(PeripheralCommandError.attributeNotFound(.characteristic(characteristic, service: nil))))
+            }
+            target = found
+        } else if let fallback {
+            target = fallback
+        } else {
+            return report(completion, .failure(PeripheralCommandError.characteristicsNotReady))
+        }
+        var kind = Kind.readValue
+        if let descriptor {
+            if target.descriptors == nil { peripheral.performDiscoverDescriptors(for: target) }
+            guard let found = target.descriptors?.first(where: { $0.uuid == descriptor }) else {
+                return report(completion, .failure(PeripheralCommandError.attributeNotFound(.descriptor(descriptor, characteristic: target.uuid))))
+            }
+            kind = .readDescriptor(found)
+        }
+        let option = ReadResponse(timeOutInterval: timeout)
+        queue.append(Command(id: id, option: option, completion: completion, peripheral: peripheral, write: target, read: target, kind: kind))
         startNextIfIdle()
     }
 
@@ -90,6 +133,18 @@ final class Engine: PeripheralLoopObserver {
 
     private func begin(_ command: Command) {
         guard let peripheral = command.peripheral else { return end(command, .failure(PeripheralCommandError.disconnected)) }
+        switch command.kind {
+        case .exchange:
+            break
+        case .readValue:
+            command.state = .awaitingResponse(buffer: [])
+            restartTimer(command)
+            return peripheral.performRead(command.read)
+        case .readDescriptor(let descriptor):
+            command.state = .awaitingResponse(buffer: [])
+            restartTimer(command)
+            return peripheral.performRead(descriptor)
+        }
         let type = command.option.writeType
             ?? (command.write.properties.contains(.writeWithoutResponse) ? .withoutResponse : .withResponse)
         command.writeType = type
@@ -154,12 +209,17 @@ final class Engine: PeripheralLoopObserver {
 
     func peripheral(_ peripheral: Peripheral, notificationStateOf characteristic: Characteristic, isOn: Bool, error: BleError?) {
         // The response can only come as notifications: without them the command cannot end well.
-        guard let error, let command = running, characteristic === command.read, command.state.isActive else { return }
+        guard let error, let command = running, case .exchange = command.kind, characteristic === command.read,
+              command.state.isActive else { return }
         end(command, .failure(PeripheralCommandError.notificationFailed(error)))
     }
 
     func peripheralIsReadyToWriteWithoutResponse(_ peripheral: Peripheral) {
         handle(.readyToSend)
+    }
+
+    func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for descriptor: Descriptor, error: BleError?) {
+        handle(.descriptorValue(descriptor, value, error))
     }
 
     func peripheral(_ peripheral: Peripheral, didLoseLink error: BleError?) {
@@ -169,7 +229,7 @@ final class Engine: PeripheralLoopObserver {
     func handle(_ event: Event) {
         switch event {
         case .written(let characteristic, let error):
-            guard let command = running, characteristic === command.write else { return }
+            guard let command = running, case .exchange = command.kind, characteristic === command.write else { return }
             if let error, command.state.isActive {
                 // Refused before it was sent (too long, link down) or failed: the command ends.
                 return end(command, .failure(PeripheralCommandError.writeFailed(BleDSLErrors.bleError(error))))
@@ -181,9 +241,18 @@ final class Engine: PeripheralLoopObserver {
             command.state = .writing(chunks: chunks, next: next, awaitingAck: false, buffer: buffer)
             if next >= chunks.count { command.state = .awaitingResponse(buffer: buffer) } else { pump(command) }
         case .readyToSend:
-            if let command = running, command.writeType == .withoutResponse { pump(command) }
+            if let command = running, case .exchange = command.kind, command.writeType == .withoutResponse { pump(command) }
+        case .descriptorValue(let descriptor, let value, let error):
+            guard let command = running, case .readDescriptor(let wanted) = command.kind, wanted === descriptor else { return }
+            if let error { return end(command, .failure(PeripheralCommandError.readFailed(BleDSLErrors.bleError(error)))) }
+            end(command, .success([value ?? Data()]))
         case .value(let characteristic, let value, let error):
-            if let command = running, characteristic === command.read {
+            if let command = running, case .readValue = command.kind, characteristic === command.read {
+                // The read's reply (BlueZ cannot tell it from a notification that crossed it).
+                if let error { return end(command, .failure(PeripheralCommandError.readFailed(BleDSLErrors.bleError(error)))) }
+                return end(command, .success([value ?? Data()]))
+            }
+            if let command = running, case .exchange = command.kind, characteristic === command.read {
                 if let error {
                     return end(command, .failure(PeripheralCommandError.notificationFailed(BleDSLErrors.bleError(error))))
                 }
@@ -278,6 +347,13 @@ final class Engine: PeripheralLoopObserver {
             end(command, .failure(error))
         }
     }
+}
+
+/// The response rule of a read command: the reply is the whole response.
+struct ReadResponse: PeripheralOperationCommand {
+    var timeOutInterval: TimeInterval
+    var cmdData: Data { Data() }
+    func checkResponse(_ dataGroup: [Data], data: Data) -> CheckResponseResult { .success(data: [data]) }
 }
 
 enum BleDSLErrors {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why a command of `DeviceCharacteristicValue` ended without a response.
-public enum PeripheralCommandError: Error, Equatable, CustomStringConvertible {
+public enum PeripheralCommandError: Error, Equatable, CustomStringConvertible, LocalizedError {
     /// The write or read characteristic (or the peripheral) is not known yet.
     case characteristicsNotReady
     /// No complete response within the command's `timeOutInterval`.
@@ -20,6 +20,10 @@ public enum PeripheralCommandError: Error, Equatable, CustomStringConvertible {
     case notificationFailed(BleError)
     /// Enabling notifications on the read characteristic failed.
     case subscribeFailed(BleError)
+    /// A read command's GATT read failed.
+    case readFailed(BleError)
+    /// Discovery finished and the device lacks this attribute.
+    case attributeNotFound(MissingAttribute)
 
     /// What happened and what to do.
     public var description: String {
@@ -42,6 +46,10 @@ public enum PeripheralCommandError: Error, Equatable, CustomStringConvertible {
             return "The read characteristic reported an error: \(error)"
         case .subscribeFailed(let error):
             return "Enabling notifications on the read characteristic failed: \(error)"
+        case .readFailed(let error):
+            return "Reading failed: \(error)"
+        case .attributeNotFound(let missing):
+            return missing.description
         }
     }
 
@@ -49,4 +57,7 @@ public enum PeripheralCommandError: Error, Equatable, CustomStringConvertible {
     public static func == (lhs: PeripheralCommandError, rhs: PeripheralCommandError) -> Bool {
         lhs.description == rhs.description
     }
+
+    /// `description`, for `error.localizedDescription`.
+    public var errorDescription: String? { description }
 }

@@ -29,6 +29,7 @@ public final class CharacteristicAdapter: @unchecked Sendable {
         self.characteristic = characteristic
         self.characteristicValue = characteristicValue
         characteristic.observe { [weak self] write, read in self?.update(write: write, read: read) }
+        characteristic.observeMissing { [weak characteristicValue] missing in characteristicValue?.missingAttribute = missing }
         update(write: characteristic.writeCharacteristic, read: characteristic.readCharacteristic)
     }
 

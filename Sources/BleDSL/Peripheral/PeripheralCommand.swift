@@ -6,9 +6,14 @@ public protocol DiscoverCharacteristic: AnyObject {
     func didFailToDiscover(error: Error)
     /// The link dropped: what was discovered is stale until the next discovery.
     func peripheralDidDisconnect()
+    /// Every wanted service's characteristics are discovered: what the listener needs and did
+    /// not find (nil when all is there). `PeripheralDevice` reports it.
+    func discoveryDidFinish() -> MissingAttribute?
 }
 
 extension DiscoverCharacteristic {
+    /// Needs nothing in particular.
+    public func discoveryDidFinish() -> MissingAttribute? { nil }
     /// Does nothing.
     public func didFailToDiscover(error: Error) {}
     /// Does nothing.

@@ -12,6 +12,21 @@ open class PeripheralDevice: PeripheralHandler, PeripheralDelegate, @unchecked S
     private struct State {
         var peripheral: Peripheral?
         var command: PeripheralCommand?
+        /// Services whose characteristics are still being discovered.
+        var pendingServices: [ObjectIdentifier] = []
+        var onMissingAttribute: ((MissingAttribute) -> Void)?
+    }
+
+    /// Told when discovery finished without a service or characteristic the command needs
+    /// (`BleManager` routes it to the handler of the command that connected this device).
+    public var onMissingAttribute: ((MissingAttribute) -> Void)? {
+        get { state.withLock { $0.onMissingAttribute } }
+        set { state.withLock { $0.onMissingAttribute = newValue } }
+    }
+
+    private func reportMissing(_ missing: MissingAttribute) {
+        for listener in command?.discoverCharacteristics ?? [] { listener.didFailToDiscover(error: missing) }
+        onMissingAttribute?(missing)
     }
 
     private let state = LoopLock(State())
@@ -75,12 +90,23 @@ open class PeripheralDevice: PeripheralHandler, PeripheralDelegate, @unchecked S
     /// Discovers the characteristics of every discovered service, or reports the error.
     open func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) {
         if let error {
+            // A wanted service that is not there is named, to the listeners and to the handler.
+            if case .serviceNotFound(let uuid)? = error as? BleError { return reportMissing(.service(uuid)) }
             for listener in command?.discoverCharacteristics ?? [] { listener.didFailToDiscover(error: error) }
             return
         }
-        let wanted = Set(command?.discoverServices ?? [])
-        for service in peripheral.services ?? [] where wanted.isEmpty || wanted.contains(service.uuid) {
-            peripheral.discoverCharacteristics(nil, for: service)
+        let wanted = command?.discoverServices ?? []
+        let services = peripheral.services ?? []
+        for uuid in wanted where !services.contains(where: { $0.uuid == uuid }) { reportMissing(.service(uuid)) }
+        let chosen = services.filter { wanted.isEmpty || wanted.contains($0.uuid) }
+        state.withLock { $0.pendingServices = chosen.map(ObjectIdentifier.init) }
+        if chosen.isEmpty { return discoveryFinished() }
+        for service in chosen { peripheral.discoverCharacteristics(nil, for: service) }
+    }
+
+    private func discoveryFinished() {
+        for listener in command?.discoverCharacteristics ?? [] {
+            if let missing = listener.discoveryDidFinish() { reportMissing(missing) }
         }
     }
 
@@ -89,6 +115,12 @@ open class PeripheralDevice: PeripheralHandler, PeripheralDelegate, @unchecked S
         for listener in command?.discoverCharacteristics ?? [] {
             if let error { listener.didFailToDiscover(error: error) } else { listener.didDiscoverCharacteristicsFor(service: service) }
         }
+        let finished = state.withLock { state -> Bool in
+            guard let index = state.pendingServices.firstIndex(of: ObjectIdentifier(service)) else { return false }
+            state.pendingServices.remove(at: index)
+            return state.pendingServices.isEmpty
+        }
+        if finished { discoveryFinished() }
     }
 
     /// Forwards to the `CharacteristicValue` listeners.

@@ -19,7 +19,21 @@ extension PeripheralDevice {
             var write: BleCore.Characteristic?
             var read: BleCore.Characteristic?
             var observers: [(BleCore.Characteristic?, BleCore.Characteristic?) -> Void] = []
+            var missingObservers: [(MissingAttribute?) -> Void] = []
             var lastError: Error?
+        }
+
+        /// Calls `observer` with what the last discovery did not find (nil once found again).
+        public func observeMissing(_ observer: @escaping (MissingAttribute?) -> Void) {
+            state.withLock { $0.missingObservers.append(observer) }
+        }
+
+        /// The write or the read characteristic, if discovery finished without it.
+        open func discoveryDidFinish() -> MissingAttribute? {
+            let (write, read) = state.withLock { ($0.write, $0.read) }
+            if write == nil { return .characteristic(writeUUID, service: serviceUUID) }
+            if read == nil { return .characteristic(readUUID, service: serviceUUID) }
+            return nil
         }
 
         private let state = LoopLock(State())
@@ -57,6 +71,13 @@ extension PeripheralDevice {
                 return (changed, state.observers, (state.write, state.read))
             }
             guard changed else { return }
+            if current.0 != nil, current.1 != nil {
+                let missing = state.withLock { state -> [(MissingAttribute?) -> Void] in
+                    state.lastError = nil
+                    return state.missingObservers
+                }
+                for observer in missing { observer(nil) }
+            }
             for observer in observers { observer(current.0, current.1) }
         }
 
@@ -71,9 +92,13 @@ extension PeripheralDevice {
             for observer in observers { observer(nil, nil) }
         }
 
-        /// Remembers the error and tells observers nothing changed.
+        /// Remembers the error; a missing attribute also goes to the `observeMissing` observers.
         open func didFailToDiscover(error: Error) {
-            state.withLock { $0.lastError = error }
+            let observers = state.withLock { state -> [(MissingAttribute?) -> Void] in
+                state.lastError = error
+                return state.missingObservers
+            }
+            if let missing = error as? MissingAttribute { for observer in observers { observer(missing) } }
         }
     }
 }
