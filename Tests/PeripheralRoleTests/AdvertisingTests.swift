@@ -68,3 +68,17 @@ import Testing
     #expect(try await harness.fixture.property(device, "org.bluez.Device1", "Name") == .string("cb"))
     manager.stopAdvertising()
 }
+
+/// `Timeout`: bluetoothd ends the advertisement by itself and calls `Release`; the handle says so.
+@BleLoop
+@Test func anAdvertisementWithATimeoutIsReleasedByBluetoothd() async throws {
+    let harness = try await PeripheralHarness.start()
+    defer { harness.tearDown() }
+    var advertisement = Advertisement(localName: "brief")
+    advertisement.timeout = 1
+    let registration = harness.manager.startAdvertising(advertisement)
+    try await harness.recorder.events.wait("released", timeout: .seconds(10)) { $0.contains("advertisement released") }
+    #expect(registration.state == .released)
+    #expect(!harness.manager.isAdvertising)
+    #expect(try await harness.fixture.property("/org/bluez/hci0", "org.bluez.LEAdvertisingManager1", "ActiveInstances") == .byte(0))
+}
