@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "PortingTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
-        .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus", "BleIntegration"]),
         // The pairing agent, pair() and bonds, against BleSim's agent calls on both sides.
         .testTarget(name: "PairingTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
     ],

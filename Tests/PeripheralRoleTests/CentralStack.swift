@@ -16,19 +16,23 @@ final class CentralStack {
     let adapter: CharacteristicAdapter
     let events = EventRecorder<String>()
 
-    init(busAddress: String, adapter adapterName: String? = nil) {
+    let service: BluetoothUUID
+
+    init(busAddress: String, adapter adapterName: String? = nil, service: BluetoothUUID = Chat.service,
+         write: BluetoothUUID = Chat.receive, read: BluetoothUUID = Chat.send) {
+        self.service = service
         manager = BleManager(centralOptions: CentralManagerOptions(bus: .address(busAddress), adapter: adapterName,
                                                                    operationTimeout: .seconds(5), connectTimeout: .seconds(5)))
-        characteristic = PeripheralDevice.Characteristic(writeUUID: Chat.receive, readUUID: Chat.send)
+        characteristic = PeripheralDevice.Characteristic(writeUUID: write, readUUID: read)
         adapter = CharacteristicAdapter(characteristic: characteristic, characteristicValue: engine)
-        device.executable(commandItems: [.discoverServices([Chat.service]), .discoverCharacteristics([characteristic]),
+        device.executable(commandItems: [.discoverServices([service]), .discoverCharacteristics([characteristic]),
                                          .characteristicValues([engine])])
     }
 
     /// Scans for the chat service by name, connects, and waits until the engine is subscribed.
     func connect(name: String = "chat-periph") async throws {
         let events = self.events
-        manager.execute(commandItems: [.scanServices([Chat.service]), .connect(.predicate { $0.advertisement.localName == name }),
+        manager.execute(commandItems: [.scanServices([service]), .connect(.predicate { $0.advertisement.localName == name }),
                                        .handle(device), .scanTimeout(10)]) { result in
             switch result {
             case .success(.connected): events.appendFromAnyThread("connected")

@@ -48,3 +48,29 @@ import Testing
     // The DSL writes without response where it may: through the AcquireWrite socket, which needs no answer.
     #expect(harness.recorder.writes.first?.needsResponse == false)
 }
+
+/// A central told to scan on the adapter that advertises says so, instead of finding nothing silently.
+@BleLoop
+@Test func aCentralScanningOnTheAdvertisingAdapterSaysSo() async throws {
+    let harness = try await PeripheralHarness.start()
+    defer { harness.tearDown() }
+    let advertisement = try await harness.advertise()
+    defer { advertisement.cancel() }
+    let central = CentralStack(busAddress: harness.fixture.bus.address, adapter: "hci0")
+    defer { central.tearDown() }
+    let manager = central.centralManager
+    let ready = EventRecorder<Bool>()
+    let watcher = StateWatcher { ready.appendFromAnyThread(true) }
+    manager.multiDelegate.addDelegate(watcher)
+    try await ready.wait("poweredOn", timeout: .seconds(10)) { _ in manager.state == .poweredOn }
+    #expect(manager.adapterName == "hci0")
+    #expect(manager.isScanningAdapterAdvertising)
+    _ = watcher
+}
+
+/// Calls `changed` on every state update.
+final class StateWatcher: CentralManagerDelegate, @unchecked Sendable {
+    let changed: () -> Void
+    init(_ changed: @escaping () -> Void) { self.changed = changed }
+    func centralManagerDidUpdateState(_ central: CentralManager) { changed() }
+}

@@ -60,6 +60,9 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     }
     func peripheralManager(_ peripheral: PeripheralManager, centralDidConnect central: Central) { record("connected \(central.address)") }
     func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central) { record("disconnected \(central.address)") }
+    func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) {
+        record("advertisement \(registration.state)")
+    }
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: MutableCharacteristic) {
         record("confirmed \(characteristic.uuid)")
     }
@@ -117,8 +120,41 @@ final class PeripheralHarness {
         return registration
     }
 
+    /// A central on hci1 (through the fixture's own client) connected to the peripheral on hci0.
+    func connectRawCentral() async throws -> ObjectPath {
+        let device: ObjectPath = "/org/bluez/hci1/dev_00_AA_01_00_00_00"
+        try await fixture.call("/org/bluez/hci1", "org.bluez.Adapter1", "StartDiscovery")
+        try await fixture.waitForSignal { $0.addedObject == device }
+        try await fixture.call("/org/bluez/hci1", "org.bluez.Adapter1", "StopDiscovery")
+        try await fixture.call(device, "org.bluez.Device1", "Connect")
+        try await fixture.waitForProperty(device, "ServicesResolved", .boolean(true))
+        return device
+    }
+
+    /// The exported object of this manager whose path ends with `suffix` (`/service0/char1`).
+    func exportedPath(_ suffix: String) throws -> ObjectPath {
+        let paths = manager.dbusConnection?.objects.registeredPaths ?? []
+        guard let path = paths.first(where: { $0.rawValue.hasSuffix(suffix) }) else {
+            Issue.record("no exported object ends with \(suffix): \(paths)")
+            throw PeripheralTestError.missing(suffix)
+        }
+        return path
+    }
+
     func tearDown() {
         manager.close()
         fixture.tearDown()
+    }
+}
+
+enum PeripheralTestError: Error {
+    case missing(String)
+}
+
+extension DBusMessage {
+    /// The object of an `InterfacesAdded`.
+    var addedObject: ObjectPath? {
+        guard member == "InterfacesAdded", case .objectPath(let path)? = body.first else { return nil }
+        return path
     }
 }

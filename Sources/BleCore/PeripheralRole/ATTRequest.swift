@@ -8,6 +8,10 @@ import Foundation
 /// `PeripheralManagerOptions.requestTimeout` is answered for you with ATT's Unlikely Error,
 /// so the central is never left waiting. Writes that came through an `AcquireWrite` socket
 /// (write without response) need no answer: `needsResponse` is false.
+///
+/// Long values: a long read arrives as one request per chunk, each with its `offset` (answer
+/// with the bytes from there); a long (prepared) write arrives, once the central executes it,
+/// as one request per prepared chunk with its offset, in order.
 public final class ATTRequest: @unchecked Sendable, CustomStringConvertible {
     /// Which central asked.
     public let central: Central

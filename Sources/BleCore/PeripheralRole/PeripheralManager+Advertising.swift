@@ -41,10 +41,13 @@ extension PeripheralManager {
     @BleLoop func exportAdvertisement(_ record: AdvertisementRecord, on connection: Connection) {
         guard !connection.objects.isRegistered(record.path) else { return }
         connection.objects.register(record.path, interfaces: [Self.advertisementInterface(record.advertisement) { [weak self, weak record] in
-            // bluetoothd is done with it (its Timeout elapsed, or it is stopping).
+            // bluetoothd is done with it: its Timeout elapsed (then it is over), or bluetoothd
+            // is stopping (then it is registered again when bluetoothd is back).
             guard let self, let record else { return }
             record.registered = false
-            if self.session.cache?.owner != nil, self.currentState == .poweredOn, record.registration != nil {
+            if record.advertisement.timeout == nil {
+                record.registration?.setState(.registering)
+            } else {
                 record.registration?.setState(.released)
                 if let registration = record.registration { self.emit { $0.peripheralManager(self, advertisementDidUpdate: registration) } }
                 self.advertisements.removeValue(forKey: record.path)

@@ -71,7 +71,7 @@ public final class PeripheralManager: @unchecked Sendable {
         applicationRoot = (try? ObjectPath("/org/blekit/peripheral\(process)_\(number)")) ?? "/org/blekit/peripheral"
         advertisingRoot = (try? ObjectPath("/org/blekit/advertising\(process)_\(number)")) ?? "/org/blekit/advertising"
         session = BlueZSession(options: CentralManagerOptions(bus: options.bus, adapter: options.adapter,
-                                                              operationTimeout: options.requestTimeout),
+                                                              operationTimeout: .seconds(10)),
                                callbacks: CallbackQueue(queue: queue))
         delegateBox.value = WeakDelegate(value: delegate)
         LoopBridge.async { [self] in

@@ -15,6 +15,8 @@ final class PeripheralRoleBridge {
     /// Apps that left (or unregistered) while centrals were connected: their links stay up,
     /// serving bluetoothd's own services, until an app registers again and takes them over.
     private var departed: [ApplicationPeripheral] = []
+    /// Advertisements' `Timeout`s running.
+    private var releaseTimers: [LoopTimer] = []
     /// bluetoothd offers five advertising instances on the emulated controller.
     static let maximumAdvertisements = 5
 
@@ -144,9 +146,28 @@ final class PeripheralRoleBridge {
                     self.countsChanged()
                     call.reply()
                     self.updateAir()
+                    if let timeout = advertisement.timeout { self.scheduleRelease(of: advertisement, after: timeout) }
                 }
             }
         }
+    }
+
+    /// bluetoothd ends an advertisement with a `Timeout` by itself: it leaves the air, the counts
+    /// change and the app gets `Release()`. Wall-clock seconds, not scaled by `timing`: it is the
+    /// app's chosen lifetime, not a radio cost.
+    private func scheduleRelease(of advertisement: RegisteredAdvertisement, after seconds: UInt16) {
+        let timer = LoopTimer.scheduled(after: .seconds(Int64(seconds))) { [weak self] in
+            guard let self, let index = self.advertisements.firstIndex(where: { $0.owner == advertisement.owner && $0.path == advertisement.path }),
+                  let connection = self.simulator?.connection else { return }
+            self.advertisements.remove(at: index)
+            self.countsChanged()
+            self.updateAir()
+            var release = DBusMessage.methodCall(destination: advertisement.owner, path: advertisement.path,
+                                                 interface: BlueZ.LEAdvertisement1.interface, member: BlueZ.LEAdvertisement1.Method.release)
+            release.noReplyExpected = true
+            _ = try? connection.send(release)
+        }
+        releaseTimers.append(timer)
     }
 
     /// The adapter's advertising peripheral is in the air while an advertisement is active.
@@ -222,6 +243,8 @@ final class PeripheralRoleBridge {
     }
 
     func forget() {
+        for timer in releaseTimers { timer.cancel() }
+        releaseTimers.removeAll()
         departed.removeAll()
         for application in applications { application.close() }
         applications.removeAll()
