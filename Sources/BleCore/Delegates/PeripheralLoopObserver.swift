@@ -16,6 +16,13 @@ package protocol PeripheralLoopObserver: AnyObject {
     func peripheralIsReadyToWriteWithoutResponse(_ peripheral: Peripheral)
     /// The link went down (`error` nil when the app asked).
     func peripheral(_ peripheral: Peripheral, didLoseLink error: BleError?)
+    /// A notification or indication arrived (never a read's answer); called before `didReceive`.
+    func peripheral(_ peripheral: Peripheral, didNotify value: Data, for characteristic: Characteristic)
+}
+
+extension PeripheralLoopObserver {
+    /// Ignored unless an observer needs to tell notifications from read answers.
+    package func peripheral(_ peripheral: Peripheral, didNotify value: Data, for characteristic: Characteristic) {}
 }
 
 /// A weak reference to a loop observer.
