@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "BleCore", targets: ["BleCore"]),
         .library(name: "BlueZVocabulary", targets: ["BlueZVocabulary"]),
         .library(name: "BleAssignedNumbers", targets: ["BleAssignedNumbers"]),
+        .library(name: "BleAsync", targets: ["BleAsync"]),
         .executable(name: "blekit", targets: ["blekit"]),
         .executable(name: "blekit-integration", targets: ["blekit-integration"]),
     ],
@@ -33,6 +34,8 @@ let package = Package(
         .target(name: "BlueZVocabulary", dependencies: ["BleDBus"]),
         .target(name: "BleSim", dependencies: ["BleDBus", "BlueZVocabulary"], exclude: ["README.md"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
+        // FXBlueToothAsync's async/await API over BleCore, sharing BleDSL's command engine.
+        .target(name: "BleAsync", dependencies: ["BleCore", "BleDSL", "BleRuntime"]),
         // recvmmsg, which the Glibc module does not expose: a batch of notification records per system call.
         .target(name: "CSocketShim"),
         .target(name: "BleCore", dependencies: ["BleRuntime", "BleDBus", "BlueZVocabulary", "CSocketShim", "BleAssignedNumbers"]),
@@ -62,6 +65,7 @@ let package = Package(
         .testTarget(name: "DataLoggerExampleTests", dependencies: ["DataLoggerExample", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleAssignedNumbersTests", dependencies: ["BleAssignedNumbers"]),
         .testTarget(name: "BlekitCLITests", dependencies: ["BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "BleAsyncTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
