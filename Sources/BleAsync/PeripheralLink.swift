@@ -33,6 +33,8 @@ final class PeripheralLink: PeripheralLoopObserver {
     private var lateWriteErrors: [ObjectIdentifier: BleError] = [:]
     private var writersInFlight: [ObjectIdentifier: Int] = [:]
     private var engines: [String: PeripheralDevice.DeviceCharacteristicValue] = [:]
+    /// The read characteristics of those engines.
+    private var commandReads: Set<ObjectIdentifier> = []
     private var nextID: UInt64 = 0
     private var asyncPeripheralStorage: AsyncPeripheral?
 
@@ -107,6 +109,8 @@ final class PeripheralLink: PeripheralLoopObserver {
         let key = ObjectIdentifier(characteristic)
         guard let channel = channels[key], channel.isEmpty else { return }
         channels[key] = nil
+        // A command engine of ours listens to it for responses: it stays on for that.
+        guard !commandReads.contains(key) else { return }
         if peripheral.isLinkUp { peripheral.performSetNotify(false, characteristic) }
     }
 
@@ -199,6 +203,7 @@ final class PeripheralLink: PeripheralLoopObserver {
         if let engine = engines[key] { return engine }
         let engine = PeripheralDevice.DeviceCharacteristicValue(peripheral: peripheral, writeCharacteristic: write, readCharacteristic: read)
         engines[key] = engine
+        commandReads.insert(ObjectIdentifier(read))
         return engine
     }
 
