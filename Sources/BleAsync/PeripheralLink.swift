@@ -198,7 +198,10 @@ final class PeripheralLink: PeripheralLoopObserver {
     // MARK: Commands
 
     /// The DSL engine for this pair of characteristics (one per pair, so commands on it queue).
+    /// Notifications of `read` are (re)enabled first: queued behind any disable still pending
+    /// (a notification stream that just ended), they end up on.
     func engine(write: Characteristic, read: Characteristic) -> PeripheralDevice.DeviceCharacteristicValue {
+        if peripheral.isLinkUp { peripheral.performSetNotify(true, read) }
         let key = "\(ObjectIdentifier(write).hashValue)/\(ObjectIdentifier(read).hashValue)"
         if let engine = engines[key] { return engine }
         let engine = PeripheralDevice.DeviceCharacteristicValue(peripheral: peripheral, writeCharacteristic: write, readCharacteristic: read)

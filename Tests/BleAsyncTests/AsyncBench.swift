@@ -117,7 +117,7 @@ enum Outcome<Value: Sendable>: Sendable {
     case cancelled
     case failed(any Error)
 
-    init(_ body: () async throws -> Value) async {
+    init(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> Value) async {
         do { self = .value(try await body()) } catch is CancellationError { self = .cancelled } catch { self = .failed(error) }
     }
 

@@ -74,11 +74,11 @@ struct CommandTests {
         let device = try await bench.connected()
         let write = try await bench.characteristic(device, Gadget.readWrite)
         let read = try await bench.characteristic(device, Gadget.notify)
-        // A notification stream of the app's that ends must not turn off what the command hears.
-        do { _ = try await device.subscribe(to: read, timeout: 10) }
         let stream = device.responses(to: FeedCommand(), write: write, read: read)
         // The command's write shows that it runs; then the peripheral feeds it.
-        try await eventually("the command was written") { bench.virtual?.writes.contains { $0.uuid == Gadget.full("ff01") } == true }
+        try await eventually("the command was written and hears notifications") {
+            bench.virtual?.writes.contains { $0.uuid == Gadget.full("ff01") } == true && read.isNotifying
+        }
         for value in [Data([1]), Data([2]), Data([3]), Data([0xff])] { bench.virtual?.notify(Gadget.full("ff02"), value: value) }
         var got: [[Data]] = []
         for try await packets in stream { got.append(packets) }
