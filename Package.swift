@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "DataLoggerExample", dependencies: ["BleDSL"], path: "Examples/DataLogger",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).
-        .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
+        .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
         .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
                           path: "Benchmarks/SimulatorBenchmark"),
@@ -66,6 +66,8 @@ let package = Package(
         .testTarget(name: "BleAssignedNumbersTests", dependencies: ["BleAssignedNumbers"]),
         .testTarget(name: "BlekitCLITests", dependencies: ["BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleAsyncTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
+        // FXBlueToothAsync's README examples, with only their imports changed, against BleSim.
+        .testTarget(name: "BleAsyncExampleTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),

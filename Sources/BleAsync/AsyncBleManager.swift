@@ -88,17 +88,22 @@ public final class AsyncBleManager: Sendable {
     public func scan(_ request: AsyncScanRequest = AsyncScanRequest(), timeout: TimeInterval? = nil,
                      isolation: isolated (any Actor)? = #isolation,
                      onDiscovered: @escaping (AsyncDiscoveredPeripheral) async throws -> ScanAction) async throws -> AsyncPeripheral {
-        let stream = discoveries(request, timeout: timeout)
-        for try await discovered in stream {
+        let chosen = try await choose(request, timeout: timeout, onDiscovered: onDiscovered)
+        // The scan stream is released by now: its radio scan is stopped before the connect
+        // starts (both are queued onto the loop, in this order).
+        try Task.checkCancellation()
+        return try await connect(chosen.peripheral, timeout: request.connectTimeout)
+    }
+
+    /// The discovery the handler chose; the scan stream ends when this returns.
+    private func choose(_ request: AsyncScanRequest, timeout: TimeInterval?, isolation: isolated (any Actor)? = #isolation,
+                        onDiscovered: (AsyncDiscoveredPeripheral) async throws -> ScanAction) async throws -> AsyncDiscoveredPeripheral {
+        for try await discovered in discoveries(request, timeout: timeout) {
             try Task.checkCancellation()
             switch try await onDiscovered(discovered) {
-            case .skip:
-                continue
-            case .stop:
-                throw AsyncBleClientError.scanStopped
-            case .connect:
-                try Task.checkCancellation()
-                return try await connect(discovered.peripheral, timeout: request.connectTimeout)
+            case .skip: continue
+            case .stop: throw AsyncBleClientError.scanStopped
+            case .connect: return discovered
             }
         }
         // The stream ends without an error only when this task was cancelled.

@@ -38,14 +38,24 @@ public final class AsyncPeripheral: Sendable {
 
     /// The services (all when `serviceUUIDs` is nil). A requested service BlueZ has not exported
     /// yet is waited for briefly, then reported as `.serviceNotFound`.
+    ///
+    /// Without `serviceUUIDs`, Generic Access (0x1800) and Generic Attribute (0x1801) are left
+    /// out, as CoreBluetooth leaves them out: bluetoothd exports 0x1801 first, and iOS code that
+    /// takes `services[0]` means the device's own first service. Ask for them by UUID to get them.
     public func discover(serviceUUIDs: [CBUUID]? = nil, timeout: TimeInterval? = nil) async throws -> [CBService] {
         let peripheral = self.peripheral
+        let hideProfiles = serviceUUIDs?.isEmpty ?? true
         return try await awaitCall(.discoverServices, timeout: timeout) { call in
             peripheral.performDiscoverServices(serviceUUIDs) { result in
-                call.finish(result.mapError { AsyncBleClientError.operationFailed(.discoverServices, $0) })
+                call.finish(result
+                    .map { services in hideProfiles ? services.filter { !Self.stackServices.contains($0.uuid) } : services }
+                    .mapError { AsyncBleClientError.operationFailed(.discoverServices, $0) })
             }
         }
     }
+
+    /// The services of the peripheral's own stack that CoreBluetooth does not list.
+    private static let stackServices: Set<CBUUID> = [CBUUID(UInt16(0x1800)), CBUUID(UInt16(0x1801))]
 
     /// The characteristics of `service` (all when `characteristicUUIDs` is nil).
     public func discover(characteristicUUIDs: [CBUUID]? = nil, for service: CBService, timeout: TimeInterval? = nil) async throws -> [CBCharacteristic] {

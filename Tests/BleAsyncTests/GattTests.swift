@@ -31,6 +31,17 @@ struct GattTests {
         #expect(device.identifier == device.peripheral.identifier)
     }
 
+    @Test func theStacksOwnServicesAreListedOnlyWhenAskedFor() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let all = try await device.discover(serviceUUIDs: nil, timeout: 10)
+        #expect(all.first?.uuid == Gadget.service)
+        #expect(!all.contains { $0.uuid == CBUUID(UInt16(0x1801)) })
+        let gatt = try await device.discover(serviceUUIDs: [CBUUID(UInt16(0x1801))], timeout: 10)
+        #expect(gatt.map(\.uuid) == [CBUUID(UInt16(0x1801))])
+    }
+
     @Test func writeWithoutResponseIsChunkedToTheMTUAndArrivesWhole() async throws {
         let bench = try await AsyncBench.start([Gadget.spec(mtu: 23)])
         defer { bench.tearDown() }
