@@ -33,6 +33,8 @@ public enum AsyncBleClientError: Error, LocalizedError, CustomStringConvertible,
         case execute
         /// The peripheral role (requests, `updateValue`).
         case peripheralRole
+        /// `pair()`.
+        case pair
 
         /// The operation's name in messages.
         var label: String {
@@ -50,6 +52,7 @@ public enum AsyncBleClientError: Error, LocalizedError, CustomStringConvertible,
             case .readRSSI: return "RSSI read"
             case .execute: return "command"
             case .peripheralRole: return "peripheral role"
+            case .pair: return "pairing"
             }
         }
     }

@@ -154,6 +154,23 @@ public final class AsyncPeripheral: Sendable {
         }
     }
 
+    // MARK: Pairing
+
+    /// Pairs (and bonds) through bluetoothd; the pairing agent of this central's connection
+    /// (`AsyncPairingAgent(manager:)`), else the default agent, answers its questions.
+    /// Cancelling the task calls `CancelPairing`.
+    public func pair(timeout: TimeInterval? = nil) async throws {
+        let peripheral = self.peripheral
+        try await awaitCall(.pair, timeout: timeout) { (call: PendingCall<Void>) in
+            // BleCore's own deadline stays behind ours, so a timeout here is reported as ours.
+            let backstop = Duration.seconds((timeout ?? 60) + 5)
+            peripheral.pair(timeout: backstop) { error in
+                if let error { call.fail(AsyncBleClientError.operationFailed(.pair, error)) } else { call.succeed(()) }
+            }
+            call.onEnd(abandoned: { peripheral.cancelPairing() })
+        }
+    }
+
     // MARK: Commands (BleDSL's engine)
 
     /// Where `execute(_:)` writes commands and listens for their responses.

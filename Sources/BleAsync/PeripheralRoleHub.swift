@@ -21,6 +21,8 @@ final class PeripheralRoleHub {
     private var addWaiters: [ObjectIdentifier: [UInt64: PendingCall<Void>]] = [:]
     /// `updateValue` calls refused for a full queue, oldest first.
     private var updates: [(id: UInt64, update: PendingUpdate)] = []
+    /// How many `updateValue` calls had to wait for room (for tests).
+    private(set) var waitedForRoom = 0
 
     nonisolated init(manager: PeripheralManager) { self.manager = manager }
 
@@ -84,6 +86,7 @@ final class PeripheralRoleHub {
         }
         let id = makeID()
         guard call.onEnd(settled: { [weak self] in self?.updates.removeAll { $0.id == id } }) else { return }
+        waitedForRoom += 1
         updates.append((id, PendingUpdate(value: value, characteristic: characteristic, centrals: centrals, call: call)))
     }
 
