@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "BleCore", targets: ["BleCore"]),
         .library(name: "BlueZVocabulary", targets: ["BlueZVocabulary"]),
         .library(name: "BleAssignedNumbers", targets: ["BleAssignedNumbers"]),
+        .library(name: "BleAsync", targets: ["BleAsync"]),
         .executable(name: "blekit", targets: ["blekit"]),
         .executable(name: "blekit-integration", targets: ["blekit-integration"]),
     ],
@@ -33,6 +34,8 @@ let package = Package(
         .target(name: "BlueZVocabulary", dependencies: ["BleDBus"]),
         .target(name: "BleSim", dependencies: ["BleDBus", "BlueZVocabulary"], exclude: ["README.md"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
+        // FXBlueToothAsync's async/await API over BleCore, sharing BleDSL's command engine.
+        .target(name: "BleAsync", dependencies: ["BleCore", "BleDSL", "BleRuntime"]),
         // recvmmsg, which the Glibc module does not expose: a batch of notification records per system call.
         .target(name: "CSocketShim"),
         .target(name: "BleCore", dependencies: ["BleRuntime", "BleDBus", "BlueZVocabulary", "CSocketShim", "BleAssignedNumbers"]),
@@ -46,7 +49,7 @@ let package = Package(
         // The Swift 6 command-line app template (docs/PORTING.md): a @MainActor delegate on queue .main, BleProgram.run.
         .executableTarget(name: "BleKitAppTemplate", dependencies: ["BleCore"], path: "Examples/Template"),
         // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).
-        .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
+        .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
         .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
                           path: "Benchmarks/SimulatorBenchmark"),
@@ -73,6 +76,9 @@ let package = Package(
                     swiftSettings: [.swiftLanguageMode(.v5)]),
         // Porting behaviours (issue 11): CoreBluetooth and FXBlueTooth shapes, deadlines, threads; runs the template.
         .testTarget(name: "PortingTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "BleAsyncTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
+        // FXBlueToothAsync's README examples, with only their imports changed, against BleSim.
+        .testTarget(name: "BleAsyncExampleTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus", "BleIntegration"]),

@@ -18,11 +18,15 @@ package protocol PeripheralLoopObserver: AnyObject {
     func peripheral(_ peripheral: Peripheral, didLoseLink error: BleError?)
     /// A descriptor read's result (nil with an error).
     func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for descriptor: Descriptor, error: BleError?)
+    /// A notification or indication arrived (never a read's answer); called before `didReceive`.
+    func peripheral(_ peripheral: Peripheral, didNotify value: Data, for characteristic: Characteristic)
 }
 
 extension PeripheralLoopObserver {
     /// Observers that do not read descriptors ignore their results.
     package func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for descriptor: Descriptor, error: BleError?) {}
+    /// Ignored unless an observer needs to tell notifications from read answers.
+    package func peripheral(_ peripheral: Peripheral, didNotify value: Data, for characteristic: Characteristic) {}
 }
 
 /// A weak reference to a loop observer.

@@ -6,7 +6,12 @@ import Foundation
 final class ServiceWait {
     let wanted: [BluetoothUUID]
     var timer: LoopTimer?
-    init(wanted: [BluetoothUUID]) { self.wanted = wanted }
+    /// BleAsync's per-call answer, if the call came from there.
+    let completion: (@BleLoop (Result<[Service], BleError>) -> Void)?
+    init(wanted: [BluetoothUUID], completion: (@BleLoop (Result<[Service], BleError>) -> Void)? = nil) {
+        self.wanted = wanted
+        self.completion = completion
+    }
 }
 
 extension Peripheral {
@@ -23,20 +28,24 @@ extension Peripheral {
         }
     }
 
-    @BleLoop func performDiscoverServices(_ uuids: [BluetoothUUID]?) {
+    /// `completion` (BleAsync's per-call answer) gets the services this call asked for.
+    @BleLoop package func performDiscoverServices(_ uuids: [BluetoothUUID]?,
+                                                  completion: (@BleLoop (Result<[Service], BleError>) -> Void)? = nil) {
         guard isLinkUp else {
-            return emit { $0.peripheral(self, didDiscoverServices: BleError.peripheralNotConnected) }
+            emit { $0.peripheral(self, didDiscoverServices: BleError.peripheralNotConnected) }
+            completion?(.failure(.peripheralNotConnected))
+            return
         }
         let wanted = uuids ?? []
-        if missingServices(wanted).isEmpty { return completeServiceDiscovery(wanted, error: nil) }
+        if missingServices(wanted).isEmpty { return completeServiceDiscovery(wanted, error: nil, completion: completion) }
         // ServicesResolved can precede the objects' InterfacesAdded (bluez #1489): wait briefly.
-        let wait = ServiceWait(wanted: wanted)
+        let wait = ServiceWait(wanted: wanted, completion: completion)
         serviceWaits.append(wait)
         wait.timer = LoopTimer.scheduled(after: session.options.servicesResolvedGrace) { [weak self, weak wait] in
             guard let self, let wait, self.serviceWaits.contains(where: { $0 === wait }) else { return }
             self.serviceWaits.removeAll { $0 === wait }
             let missing = self.missingServices(wait.wanted)
-            self.completeServiceDiscovery(wait.wanted, error: missing.first.map { BleError.serviceNotFound($0) })
+            self.completeServiceDiscovery(wait.wanted, error: missing.first.map { BleError.serviceNotFound($0) }, completion: wait.completion)
         }
     }
 
@@ -45,17 +54,20 @@ extension Peripheral {
         return wanted.filter { !present.contains($0) }
     }
 
-    @BleLoop private func completeServiceDiscovery(_ wanted: [BluetoothUUID], error: BleError?) {
+    @BleLoop private func completeServiceDiscovery(_ wanted: [BluetoothUUID], error: BleError?,
+                                                   completion: (@BleLoop (Result<[Service], BleError>) -> Void)? = nil) {
         let all = currentServices()
-        resolvedServices = wanted.isEmpty ? all : all.filter { wanted.contains($0.uuid) }
+        let found = wanted.isEmpty ? all : all.filter { wanted.contains($0.uuid) }
+        resolvedServices = found
         emit { $0.peripheral(self, didDiscoverServices: error) }
+        completion?(error.map { .failure($0) } ?? .success(found))
     }
 
     @BleLoop func recheckServiceWaits() {
         for wait in serviceWaits where missingServices(wait.wanted).isEmpty {
             wait.timer?.cancel()
             serviceWaits.removeAll { $0 === wait }
-            completeServiceDiscovery(wait.wanted, error: nil)
+            completeServiceDiscovery(wait.wanted, error: nil, completion: wait.completion)
         }
     }
 
@@ -65,6 +77,7 @@ extension Peripheral {
         for wait in waits {
             wait.timer?.cancel()
             emit { $0.peripheral(self, didDiscoverServices: error) }
+            wait.completion?(.failure(error))
         }
     }
 
@@ -84,40 +97,56 @@ extension Peripheral {
         }
     }
 
-    @BleLoop func performDiscoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service) {
+    /// Returns what the delegates hear, for BleAsync's per-call answer.
+    @discardableResult
+    @BleLoop package func performDiscoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service) -> Result<[Characteristic], BleError> {
         guard isLinkUp else {
-            return emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: BleError.peripheralNotConnected) }
+            emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: BleError.peripheralNotConnected) }
+            return .failure(.peripheralNotConnected)
         }
         guard servicesByPath[service.path] === service else {
-            return emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: BleError.attributeGone) }
+            emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: BleError.attributeGone) }
+            return .failure(.attributeGone)
         }
         let all = characteristics(of: service)
-        service.discoveredCharacteristics = uuids.map { wanted in all.filter { wanted.contains($0.uuid) } } ?? all
+        let found = uuids.map { wanted in all.filter { wanted.contains($0.uuid) } } ?? all
+        service.discoveredCharacteristics = found
         emit { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: nil) }
+        return .success(found)
     }
 
-    @BleLoop package func performDiscoverDescriptors(for characteristic: Characteristic) {
+    /// Returns what the delegates hear, for BleAsync's per-call answer.
+    @discardableResult
+    @BleLoop package func performDiscoverDescriptors(for characteristic: Characteristic) -> Result<[Descriptor], BleError> {
         guard isLinkUp else {
-            return emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.peripheralNotConnected) }
+            emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.peripheralNotConnected) }
+            return .failure(.peripheralNotConnected)
         }
         guard let cache, characteristicsByPath[characteristic.path] === characteristic else {
-            return emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.attributeGone) }
+            emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.attributeGone) }
+            return .failure(.attributeGone)
         }
-        characteristic.discoveredDescriptors = cache.children(of: characteristic.path, with: BlueZ.gattDescriptor).compactMap { path in
+        let found: [Descriptor] = cache.children(of: characteristic.path, with: BlueZ.gattDescriptor).compactMap { path in
             if let known = descriptorsByPath[path] { return known }
             guard let uuid = cache.properties(path, BlueZ.gattDescriptor)?[BlueZ.GattDescriptor1.uuid].flatMap(BluetoothUUID.init) else { return nil }
             let descriptor = Descriptor(path: path, uuid: uuid, owner: characteristic)
             descriptorsByPath[path] = descriptor
             return descriptor
         }
+        characteristic.discoveredDescriptors = found
         emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: nil) }
+        return .success(found)
     }
 
-    @BleLoop func performReadRSSI() {
+    /// Returns what the delegates hear, for BleAsync's per-call answer.
+    @discardableResult
+    @BleLoop package func performReadRSSI() -> Result<Int, BleError> {
         if let rssi = deviceProperties?[BlueZ.Device1.rssi] {
             emit { $0.peripheral(self, didReadRSSI: Int(rssi), error: nil) }
+            return .success(Int(rssi))
         } else {
             emit { $0.peripheral(self, didReadRSSI: 0, error: BleError.notAvailable) }
+            return .failure(.notAvailable)
         }
     }
 }

@@ -179,6 +179,7 @@ extension Peripheral {
 
     @BleLoop func deliverNotification(_ data: Data, _ characteristic: Characteristic) {
         characteristic.cachedValue = data
+        for observer in loopObservers { observer.value?.peripheral(self, didNotify: data, for: characteristic) }
         emitValue(data, for: characteristic, error: nil)
     }
 

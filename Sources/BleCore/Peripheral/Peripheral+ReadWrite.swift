@@ -6,8 +6,15 @@ extension Peripheral {
 
     // MARK: Characteristic read
 
-    @BleLoop package func performRead(_ characteristic: Characteristic) {
-        guard known(characteristic) else { return emitValue(nil, for: characteristic, error: .attributeGone) }
+    /// `completion` (BleAsync's per-call answer) runs after the delegates' callback is queued,
+    /// with this read's own result: a read answer never reaches a notification listener.
+    @BleLoop package func performRead(_ characteristic: Characteristic,
+                                      completion: (@BleLoop (Result<Data, BleError>) -> Void)? = nil) {
+        guard known(characteristic) else {
+            emitValue(nil, for: characteristic, error: .attributeGone)
+            completion?(.failure(.attributeGone))
+            return
+        }
         run("ReadValue", on: characteristic.path, start: { [weak self] operation in
             guard let self else { return }
             characteristic.readsAwaitingSignal += 1
@@ -24,17 +31,23 @@ extension Peripheral {
                 self.settleSignalsDuringRead(characteristic, readValue: value)
                 characteristic.cachedValue = value
                 self.emitValue(value, for: characteristic, error: nil)
+                completion?(.success(value))
             case .failure(let error):
                 self.settleSignalsDuringRead(characteristic, readValue: nil)
                 self.emitValue(nil, for: characteristic, error: error)
+                completion?(.failure(error))
             }
         })
     }
 
     // MARK: Descriptor read / write
 
-    @BleLoop package func performRead(_ descriptor: Descriptor) {
-        guard descriptorsByPath[descriptor.path] === descriptor else { return emitValue(nil, for: descriptor, error: .attributeGone) }
+    @BleLoop package func performRead(_ descriptor: Descriptor, completion: (@BleLoop (Result<Data, BleError>) -> Void)? = nil) {
+        guard descriptorsByPath[descriptor.path] === descriptor else {
+            emitValue(nil, for: descriptor, error: .attributeGone)
+            completion?(.failure(.attributeGone))
+            return
+        }
         run("ReadValue", on: descriptor.path, start: { [weak self] operation in
             self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [BlueZShapes.propertyDictionary([])]) {
                 body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
@@ -46,8 +59,10 @@ extension Peripheral {
                 let value = data ?? Data()
                 descriptor.cachedValue = value
                 self.emitValue(value, for: descriptor, error: nil)
+                completion?(.success(value))
             case .failure(let error):
                 self.emitValue(nil, for: descriptor, error: error)
+                completion?(.failure(error))
             }
         })
     }
@@ -69,19 +84,29 @@ extension Peripheral {
 
     /// A write that cannot be sent is reported through `didWriteValueFor` with its error, for
     /// writes without response too: a write must never vanish without a word.
-    @BleLoop package func performWrite(_ data: Data, _ characteristic: Characteristic, _ type: CharacteristicWriteType) {
-        guard known(characteristic) else { return emitWritten(characteristic, error: .attributeGone) }
-        let limit = writeLimit(for: type)
-        guard data.count <= limit else { return emitWritten(characteristic, error: .valueTooLong(length: data.count, maximum: limit)) }
-        if type == .withoutResponse {
-            guard isLinkUp else { return emitWritten(characteristic, error: session.closedReason ?? .peripheralNotConnected) }
-            return writeWithoutResponse(data, characteristic)
+    ///
+    /// `completion` (BleAsync's per-call answer) gets this write's own outcome: for a write with
+    /// response its acknowledgement; without response nil once queued, or why it was refused.
+    @BleLoop package func performWrite(_ data: Data, _ characteristic: Characteristic, _ type: CharacteristicWriteType,
+                                       completion: (@BleLoop (BleError?) -> Void)? = nil) {
+        func refuse(_ error: BleError) {
+            emitWritten(characteristic, error: error)
+            completion?(error)
         }
-        writeWithResponse(data, characteristic, type, retried: false)
+        guard known(characteristic) else { return refuse(.attributeGone) }
+        let limit = writeLimit(for: type)
+        guard data.count <= limit else { return refuse(.valueTooLong(length: data.count, maximum: limit)) }
+        if type == .withoutResponse {
+            guard isLinkUp else { return refuse(session.closedReason ?? .peripheralNotConnected) }
+            writeWithoutResponse(data, characteristic)
+            completion?(nil)
+            return
+        }
+        writeWithResponse(data, characteristic, type, retried: false, completion: completion)
     }
 
     @BleLoop private func writeWithResponse(_ data: Data, _ characteristic: Characteristic, _ type: CharacteristicWriteType,
-                                            retried: Bool) {
+                                            retried: Bool, completion: (@BleLoop (BleError?) -> Void)? = nil) {
         // bluetoothd refuses WriteValue ("Write acquired") while our AcquireWrite socket is
         // open; an idle socket is given back first and re-acquired by the next command write.
         if case .acquired = characteristic.writer.mode, characteristic.writer.backlog.isEmpty {
@@ -97,9 +122,10 @@ extension Peripheral {
             // The socket's close and the D-Bus call travel separately; bluetoothd may see the
             // call first. Once more is enough: by then it has handled the hang-up.
             if !retried, case .notPermitted(let text)? = error, text.contains("acquired") {
-                return self.writeWithResponse(data, characteristic, type, retried: true)
+                return self.writeWithResponse(data, characteristic, type, retried: true, completion: completion)
             }
             self.emitWritten(characteristic, error: error)
+            completion?(error)
         })
     }
 

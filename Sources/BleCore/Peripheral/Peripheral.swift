@@ -146,11 +146,11 @@ public final class Peripheral: @unchecked Sendable {
 
     @BleLoop var cache: ObjectCache? { session.cache }
     @BleLoop var deviceProperties: PropertyMap? { cache?.properties(devicePath, BlueZ.device) }
-    @BleLoop var isLinkUp: Bool { currentState == .connected }
+    @BleLoop package var isLinkUp: Bool { currentState == .connected }
 
     /// The ATT MTU: the last `MTU` BlueZ reported on one of this device's characteristics, or
     /// 23 (the LE default) when none did or the value is impossible (below 23).
-    @BleLoop var negotiatedMTU: UInt16 {
+    @BleLoop package var negotiatedMTU: UInt16 {
         if knownMTU == nil, let cache {
             for path in cache.children(of: devicePath, with: BlueZ.gattCharacteristic) {
                 if let mtu = cache.properties(path, BlueZ.gattCharacteristic)?[BlueZ.GattCharacteristic1.mtu] {

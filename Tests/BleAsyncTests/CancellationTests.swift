@@ -1,0 +1,166 @@
+import BleAsync
+import BleSim
+import BleTestSupport
+import Foundation
+import Testing
+
+/// Each kind of call, cancelled while BlueZ is working on it: the caller gets
+/// `CancellationError` (never a timeout), nothing stays registered, and BlueZ's side is undone
+/// where it can be.
+@Suite(.timeLimit(.minutes(2)))
+@BleLoop
+struct CancellationTests {
+    /// Runs `body` in a task, cancels it once `inFlight` holds, and returns how it ended.
+    func cancelMidFlight<T: Sendable>(_ bench: AsyncBench, after member: String?,
+                                      _ body: @escaping @Sendable () async throws -> T) async throws -> Outcome<T> {
+        let task = Task { await Outcome { try await body() } }
+        if let member { try await bench.waitForCall(member) } else { await Task.yield() }
+        task.cancel()
+        let outcome = await task.value
+        if case .failed(let error) = outcome { Issue.record("ended with \(error), not CancellationError") }
+        return outcome
+    }
+
+    func expectNothingPending(_ bench: AsyncBench) async throws {
+        let manager = bench.manager
+        try await eventually("no call is pending") { await manager.pendingCallCount == 0 }
+    }
+
+    @Test func cancellingAConnectDisconnectsInBlueZ() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let discovered = try await bench.find()
+        bench.simulator.faults.neverReply(to: "Connect")
+        let manager = bench.manager
+        let outcome = try await cancelMidFlight(bench, after: "Connect") { try await manager.connect(discovered.peripheral, timeout: 20) }
+        #expect(outcome.isCancelled)
+        try await bench.waitForCall("Disconnect")
+        try await expectNothingPending(bench)
+        try await eventually("no link") { bench.virtual?.connectedCentrals == 0 }
+    }
+
+    @Test func cancellingAReadWriteOrDiscovery() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let readWrite = try await bench.characteristic(device, Gadget.readWrite)
+        bench.simulator.faults.neverReply(to: "ReadValue")
+        #expect(try await cancelMidFlight(bench, after: "ReadValue") { try await device.read(for: readWrite) }.isCancelled)
+        bench.simulator.faults.neverReply(to: "WriteValue")
+        #expect(try await cancelMidFlight(bench, after: "WriteValue") { try await device.write(Data([1]), to: readWrite) }.isCancelled)
+        // A service BlueZ has not exported is waited for (servicesResolvedGrace): cancelled meanwhile.
+        let missing = try await cancelMidFlight(bench, after: nil) { try await device.discover(serviceUUIDs: [CBUUID(string: "beef")]) }
+        #expect(missing.isCancelled)
+        try await expectNothingPending(bench)
+        // The link is still good afterwards.
+        #expect(try await device.read(for: readWrite, timeout: 10) == Data([0x01]))
+    }
+
+    @Test func cancellingASubscribeOrANotificationStreamUnsubscribes() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let notify = try await bench.characteristic(device, Gadget.notify)
+        bench.simulator.faults.neverReply(to: "AcquireNotify")
+        let subscribing = try await cancelMidFlight(bench, after: "AcquireNotify") { _ = try await device.subscribe(to: notify) }
+        #expect(subscribing.isCancelled)
+        try await expectNothingPending(bench)
+
+        let bench2 = try await AsyncBench.start()
+        defer { bench2.tearDown() }
+        let device2 = try await bench2.connected()
+        let notify2 = try await bench2.characteristic(device2, Gadget.notify)
+        let stream = try await device2.subscribe(to: notify2, timeout: 10)
+        #expect(notify2.isNotifying)
+        let reader = Task { for try await _ in stream {} }
+        reader.cancel()
+        _ = await reader.result
+        try await eventually("notifications are off") { !notify2.isNotifying }
+        try await expectNothingPending(bench2)
+    }
+
+    @Test func cancellingAScanStopsTheRadioScan() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let manager = bench.manager
+        let outcome = try await cancelMidFlight(bench, after: "StartDiscovery") {
+            try await manager.scan(AsyncScanRequest(serviceUUIDs: [CBUUID(string: "abcd")])) { _ in .connect }
+        }
+        #expect(outcome.isCancelled)
+        try await bench.waitForCall("StopDiscovery")
+        try await expectNothingPending(bench)
+    }
+
+    @Test func cancellingADisconnectAndAGetState() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        bench.simulator.faults.neverReply(to: "Disconnect")
+        let manager = bench.manager
+        #expect(try await cancelMidFlight(bench, after: "Disconnect") { try await manager.disconnect(device) }.isCancelled)
+        // bluetoothd gone: the state is transitional (resetting), which getState waits out.
+        bench.simulator.stop(.kill)
+        try await eventually("the state is resetting") { manager.state == .resetting }
+        #expect(try await cancelMidFlight(bench, after: nil) { try await manager.getState() }.isCancelled)
+        try await expectNothingPending(bench)
+    }
+
+    @Test func cancellingACommandAndAPacedWrite() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let write = try await bench.characteristic(device, Gadget.readWrite)
+        let read = try await bench.characteristic(device, Gadget.notify)
+        let command = try await cancelMidFlight(bench, after: "WriteValue") {
+            try await device.execute(EchoCommand(cmdData: Data([1])), write: write, read: read)
+        }
+        #expect(command.isCancelled)
+        // AcquireWrite never answers: the backlog stays, the write waits for room; cancelled.
+        let paced = try await bench.characteristic(device, Gadget.writeNoResponse)
+        bench.simulator.faults.neverReply(to: "AcquireWrite")
+        let payload = Data(count: 100)
+        #expect(try await cancelMidFlight(bench, after: "AcquireWrite") {
+            try await device.write(payload, to: paced, type: .withoutResponse)
+        }.isCancelled)
+        try await expectNothingPending(bench)
+    }
+
+    @Test func aThousandCancelledConnectsLeaveNothingBehind() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let discovered = try await bench.find()
+        let manager = bench.manager
+        var cancelled = 0
+        var connectedFirst = 0
+        for index in 0..<1000 {
+            let connects = bench.callCount("Connect")
+            let task = Task { await Outcome { try await manager.connect(discovered.peripheral, timeout: 20) } }
+            switch index % 3 {
+            case 0: break
+            case 1: await Task.yield()
+            default: try await bench.waitForCall("Connect", count: connects + 1)
+            }
+            task.cancel()
+            switch await task.value {
+            case .cancelled:
+                cancelled += 1
+            case .value(let device):
+                // The link was up before the cancel: the caller owns it.
+                connectedFirst += 1
+                try await manager.disconnect(device, timeout: 10)
+            case .failed(let error):
+                // A connect cancelled while the previous one's Disconnect is still out.
+                guard case AsyncBleClientError.connectFailed = error else {
+                    Issue.record("connect \(index) ended with \(error)")
+                    continue
+                }
+            }
+        }
+        print("1000 cancelled connects: \(cancelled) ended with CancellationError, \(connectedFirst) connected before the cancel")
+        #expect(cancelled > 0)
+        #expect(cancelled + connectedFirst <= 1000)
+        try await expectNothingPending(bench)
+        try await eventually("no link", timeout: .seconds(20)) { bench.virtual?.connectedCentrals == 0 }
+        #expect(bench.manager.central.retrieveConnectedPeripherals(withServices: []).isEmpty)
+    }
+}

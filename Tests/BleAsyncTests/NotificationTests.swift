@@ -1,0 +1,93 @@
+import BleAsync
+import BleSim
+import BleTestSupport
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+@BleLoop
+struct NotificationTests {
+    @Test func twoSubscribersBothReceiveEveryValue() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let notify = try await bench.characteristic(device, Gadget.notify)
+        let first = try await device.subscribe(to: notify, timeout: 10)
+        let second = try await device.subscribe(to: notify, timeout: 10)
+        let values = (0..<50).map { Data([UInt8($0)]) }
+        for value in values { bench.virtual?.notify(Gadget.full("ff02"), value: value) }
+        async let a = Self.take(values.count, from: first)
+        async let b = Self.take(values.count, from: second)
+        let (gotA, gotB) = try await (a, b)
+        #expect(gotA == values)
+        #expect(gotB == values)
+    }
+
+    nonisolated static func take(_ count: Int, from stream: AsyncThrowingStream<Data, any Error>) async throws -> [Data] {
+        var got: [Data] = []
+        for try await value in stream {
+            got.append(value)
+            if got.count == count { break }
+        }
+        return got
+    }
+
+    @Test func notificationsStayOnUntilTheLastSubscriberLeaves() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let notify = try await bench.characteristic(device, Gadget.notify)
+        let first = try await device.subscribe(to: notify, timeout: 10)
+        do {
+            let second = try await device.subscribe(to: notify, timeout: 10)
+            let reader = Task { try await Self.take(1, from: second) }
+            reader.cancel()
+            _ = try? await reader.value
+        }
+        // One left: still on, and it still hears values.
+        bench.virtual?.notify(Gadget.full("ff02"), value: Data([0x42]))
+        #expect(try await Self.take(1, from: first) == [Data([0x42])])
+        #expect(notify.isNotifying)
+    }
+
+    @Test func streamsEndWithDisconnectedWhenTheLinkDrops() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let notify = try await bench.characteristic(device, Gadget.notify)
+        let first = try await device.subscribe(to: notify, timeout: 10)
+        let second = device.notifications(for: notify)
+        bench.virtual?.dropLinks()
+        for stream in [first, second] {
+            do {
+                for try await _ in stream {}
+                Issue.record("the stream ended without an error")
+            } catch AsyncBleClientError.disconnected(let peripheral, let error) {
+                #expect(peripheral === device.peripheral)
+                #expect(error != nil)
+            }
+        }
+        // A stream opened on a link that is down ends at once, with the same error.
+        await #expect(throws: AsyncBleClientError.self) { for try await _ in device.notifications(for: notify) {} }
+    }
+
+    @Test func streamsEndWhenBluetoothdGoesAway() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let notify = try await bench.characteristic(device, Gadget.notify)
+        let stream = try await device.subscribe(to: notify, timeout: 10)
+        bench.simulator.stop(.kill)
+        await #expect(throws: AsyncBleClientError.self) { for try await _ in stream {} }
+    }
+
+    @Test func indicationsArriveToo() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let indicate = try await bench.characteristic(device, Gadget.indicate)
+        let stream = try await device.subscribe(to: indicate, timeout: 10)
+        bench.virtual?.notify(Gadget.full("ff04"), value: Data([9]))
+        #expect(try await Self.take(1, from: stream) == [Data([9])])
+    }
+}
