@@ -47,7 +47,7 @@ let package = Package(
         // blekit gateway: BLE advertisements to MQTT in OpenMQTTGateway/Theengs formats, on libmosquitto.
         .target(name: "BleGateway", dependencies: ["BleCore", "BleDSL", "BleRuntime", "CMosquitto"]),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim", "BlueZVocabulary"]),
-        .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "BleCore", "BleAssignedNumbers", "DataLoggerExample"]),
+        .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "BleCore", "BleAssignedNumbers", "DataLoggerExample", "BleGateway"]),
         // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.
         .target(name: "DataLoggerExample", dependencies: ["BleDSL"], path: "Examples/DataLogger",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
