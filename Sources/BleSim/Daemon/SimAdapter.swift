@@ -18,6 +18,9 @@ public final class SimAdapter {
     public var discovering: Bool { !sessions.isEmpty }
     /// The devices it exports, by address.
     public private(set) var devices: [String: SimDevice] = [:]
+    /// Path loss from this adapter to peripherals, by address: added to the RSSI this adapter
+    /// hears, so adapters of one simulator can stand in different places (fleet scenarios).
+    public var rssiOffsets: [String: Int16] = [:]
 
     unowned let simulator: Simulator
     let systemName: String
@@ -271,6 +274,8 @@ public final class SimAdapter {
 
     /// One advertising report heard while scanning.
     func hear(_ report: AdvertisingReport, from peripheral: AirPeripheral, now: ContinuousClock.Instant) {
+        var report = report
+        if !rssiOffsets.isEmpty, let offset = rssiOffsets[report.address] { report.rssi = report.rssi &+ offset }
         guard powered, discovering, peripheral.hostAdapter !== self, admits(report) else { return }
         // A bonded peer's resolvable private address resolves to its identity (the IRK).
         if let device = devices[resolvedAddresses[report.address] ?? report.address] {

@@ -13,6 +13,7 @@ enum CommandRegistry {
         NotifyCommand.self,
         SimCommand.self,
         DemoCommand.self,
+        GatewayCommand.self,
     ]
 
     /// blekit's version, printed by `--version`.

@@ -1,0 +1,350 @@
+import BleCore
+import Foundation
+
+/// A BLE → MQTT gateway speaking OpenMQTTGateway's and Theengs Gateway's formats: it scans,
+/// publishes each advertisement on `home/<gateway>/BTtoMQTT/<MAC>` (and raw on `…/undecoded`),
+/// keeps a retained `home/<gateway>/LWT`, announces decoded devices to Home Assistant, takes
+/// commands on `home/<gateway>/commands/MQTTtoBT/config`, and in a fleet takes the commands
+/// for the devices it hears best.
+@BleLoop
+public final class Gateway: @preconcurrency CentralManagerDelegate {
+    /// Counters for tools, tests and benchmarks.
+    public struct Statistics: Sendable, Equatable {
+        /// Advertisements BleCore reported.
+        public var heard = 0
+        /// Advertisement messages published.
+        public var published = 0
+        /// Advertisements left out by the lists, the minimum RSSI, the interval or `onlySensors`.
+        public var filtered = 0
+        /// Raw frames published on `…/undecoded`.
+        public var undecoded = 0
+        /// Commands received.
+        public var commands = 0
+        /// GATT requests carried out successfully.
+        public var gattSucceeded = 0
+        /// GATT requests that failed.
+        public var gattFailed = 0
+    }
+
+    /// The configuration, as changed by `MQTTtoBT/config` commands.
+    public private(set) var configuration: GatewayConfiguration
+    /// The MQTT connection.
+    public let mqtt: MQTTClient
+    /// The central that scans and connects.
+    public let central: CentralManager
+    /// The counters.
+    public private(set) var statistics = Statistics()
+    /// Called after each GATT request with its response message (tests and tools).
+    public var onGattResponse: (@BleLoop (JSONValue) -> Void)?
+
+    private var peripherals: [String: Peripheral] = [:]
+    private var lastPublished: [String: ContinuousClock.Instant] = [:]
+    private var discovery = HomeAssistantDiscovery()
+    private var fleet: FleetCoordinator?
+    private var queue: [GattRequest] = []
+    private var running: GattAction?
+    private var scanning = false
+    private var stopped = false
+    private let clock = ContinuousClock()
+
+    /// A gateway for `configuration`; `start()` connects to the broker and to bluetoothd.
+    public init(configuration: GatewayConfiguration) throws {
+        var configuration = configuration
+        configuration.mqtt.will = MQTTOptions.Will(topic: configuration.availabilityTopic, payload: "offline",
+                                                   qos: configuration.qos.availability, retain: true)
+        self.configuration = configuration
+        mqtt = try MQTTClient(options: configuration.mqtt)
+        central = CentralManager(delegate: nil, queue: nil, options: configuration.central)
+        if let name = configuration.fleet {
+            fleet = FleetCoordinator(fleet: name, gateway: configuration.name, baseTopic: configuration.baseTopic,
+                                     lifetime: configuration.fleetPresenceLifetime)
+        }
+        if !configuration.activeScan {
+            GatewayLog.warning("passive scanning needs BlueZ's AdvertisementMonitor API (experimental in 5.66); scanning actively")
+        }
+    }
+
+    /// Starts: broker connection (retrying), subscriptions, then scanning once the adapter is on.
+    public func start() {
+        mqtt.onConnect = { [weak self] in self?.brokerConnected() }
+        mqtt.onDisconnect = { reason in GatewayLog.info("broker connection: \(reason); reconnecting") }
+        mqtt.onMessage = { [weak self] message in self?.received(message) }
+        mqtt.subscribe(configuration.commandTopic, qos: configuration.qos.commands)
+        if let fleet, let topic = configuration.fleetCommandTopic {
+            mqtt.subscribe(topic, qos: configuration.qos.commands)
+            mqtt.subscribe(fleet.presencePattern, qos: configuration.qos.fleet)
+            mqtt.subscribe(fleet.availabilityPattern, qos: configuration.qos.fleet)
+        }
+        mqtt.start()
+        central.delegate = self
+        if central.state == .poweredOn { startScan() }
+    }
+
+    /// Stops cleanly: `offline` on the LWT topic, DISCONNECT, scan stopped.
+    public func stop() {
+        guard !stopped else { return }
+        stopped = true
+        mqtt.publish(configuration.availabilityTopic, "offline", qos: configuration.qos.availability, retain: true)
+        mqtt.close()
+        central.stopScan()
+        central.close()
+    }
+
+    /// Stops as a killed process would: the connection dies without DISCONNECT, so the broker
+    /// publishes the will (`offline`) and the fleet fails over.
+    public func crash() {
+        guard !stopped else { return }
+        stopped = true
+        mqtt.dropConnectionWithoutDisconnect()
+        central.stopScan()
+        central.close()
+    }
+
+    private func brokerConnected() {
+        mqtt.publish(configuration.availabilityTopic, "online", qos: configuration.qos.availability, retain: true)
+        if configuration.homeAssistantDiscovery, let (topic, payload) = discovery.gatewayConfig(configuration) {
+            mqtt.publish(topic, payload.data, qos: configuration.qos.discovery, retain: true)
+        }
+    }
+
+    // MARK: Scanning
+
+    private func startScan() {
+        guard !stopped else { return }
+        scanning = true
+        // Duplicates: OpenMQTTGateway publishes every advertisement, filtered by its own interval.
+        central.scanForPeripherals(withServices: nil, options: ScanOptions(allowDuplicates: true))
+    }
+
+    /// Starts scanning when the adapter is on (again after bluetoothd restarts).
+    public func centralManagerDidUpdateState(_ central: CentralManager) {
+        if central.state == .poweredOn && !stopped { startScan() }
+    }
+
+    /// Publishes the advertisement, as the options allow.
+    public func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi: Int) {
+        statistics.heard += 1
+        let address = peripheral.address.uppercased()
+        peripherals[address] = peripheral
+        if var fleet {
+            let now = clock.now
+            if fleet.shouldAnnounce(address, rssi: rssi, now: now, interval: configuration.fleetAnnounceInterval) {
+                let topicID = address.replacingOccurrences(of: ":", with: "")
+                let payload: JSONValue = .object([("id", .string(address)), ("gateway", .string(configuration.name)), ("rssi", .integer(rssi))])
+                mqtt.publish(fleet.presenceTopic(topicID), payload.data, qos: configuration.qos.fleet, retain: true)
+            }
+            self.fleet = fleet
+        }
+        guard admits(address, rssi: rssi) else {
+            statistics.filtered += 1
+            return
+        }
+        let message = AdvertisementMessage(address: address, rssi: rssi, advertisement: advertisementData)
+        if configuration.publishUndecoded {
+            let topic = "\(configuration.advertisementTopic)/undecoded"
+            let entries = message.serviceData.isEmpty ? [nil] : message.serviceData.map { Optional($0) }
+            for entry in entries {
+                var pairs = message.rawPairs(serviceData: entry)
+                pairs.append(("gateway", .string(configuration.name)))
+                mqtt.publish(topic, JSONValue.object(pairs).data, qos: configuration.qos.advertisements)
+                statistics.undecoded += 1
+            }
+        }
+        if configuration.onlySensors && message.decoded == nil {
+            statistics.filtered += 1
+            return
+        }
+        if configuration.publishInterval > .zero {
+            let now = clock.now
+            if let last = lastPublished[address], now - last < configuration.publishInterval {
+                statistics.filtered += 1
+                return
+            }
+            lastPublished[address] = now
+        }
+        mqtt.publish("\(configuration.advertisementTopic)/\(message.topicID)", message.json(gateway: configuration.name).data,
+                     qos: configuration.qos.advertisements)
+        statistics.published += 1
+        if configuration.homeAssistantDiscovery {
+            for (topic, payload) in discovery.configs(for: message, configuration) {
+                mqtt.publish(topic, payload.data, qos: configuration.qos.discovery, retain: true)
+            }
+        }
+    }
+
+    private func admits(_ address: String, rssi: Int) -> Bool {
+        if !configuration.whiteList.isEmpty && !configuration.whiteList.contains(address) { return false }
+        if configuration.blackList.contains(address) { return false }
+        return rssi >= configuration.minimumRSSI
+    }
+
+    /// Routed to the running GATT request.
+    public func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {
+        if let running, running.address == peripheral.address { running.connected() }
+    }
+
+    /// Routed to the running GATT request.
+    public func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?) {
+        if let running, running.address == peripheral.address { running.failedToConnect(error) }
+    }
+
+    /// Routed to the running GATT request.
+    public func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?) {
+        if let running, running.address == peripheral.address { running.disconnected(error) }
+    }
+
+    /// Logged: the gateway keeps its MQTT side up and retries when the adapter comes back.
+    public func centralManager(_ central: CentralManager, didFailToScan error: Error) {
+        GatewayLog.warning("scan failed: \(error)")
+        scanning = false
+    }
+
+    /// The fleet gateway that would carry out a command for `address` now, as this gateway sees it.
+    public func fleetChoice(for address: String) -> String? {
+        fleet?.best(for: address, now: clock.now)?.gateway
+    }
+
+    // MARK: Commands
+
+    private func received(_ message: MQTTClient.Message) {
+        if var fleet, fleet.receive(topic: message.topic, payload: message.payload, now: clock.now) {
+            self.fleet = fleet
+            return
+        }
+        let forFleet = message.topic == configuration.fleetCommandTopic
+        guard message.topic == configuration.commandTopic || forFleet else { return }
+        guard !message.retained || !forFleet else { return }
+        statistics.commands += 1
+        guard let command = JSONValue.parse(message.payload), case .object = command else {
+            GatewayLog.warning("command on \(message.topic) is not a JSON object; ignored")
+            return
+        }
+        if !forFleet, applyConfiguration(command) { publishSettings() }
+        switch GattRequest.parse(command, operations: configuration.operationCommands) {
+        case nil:
+            break
+        case .failure(let error)?:
+            GatewayLog.warning("command refused: \(error)")
+            publishResponse(.object([("success", .bool(false)), ("error", .string(error.description)), ("gateway", .string(configuration.name))]),
+                            address: command["ble_write_address"]?.stringValue ?? command["ble_read_address"]?.stringValue ?? command["id"]?.stringValue)
+        case .success(let request)?:
+            if forFleet, let fleet {
+                let best = fleet.best(for: request.address, now: clock.now)
+                if let best, best.gateway != configuration.name { return }
+                if best == nil {
+                    // Nobody hears it: one gateway (the first by name) says so, the others stay quiet.
+                    guard fleet.spokesman == configuration.name else { return }
+                    publishResponse(failure(request, "no gateway of fleet \(fleet.fleet) hears \(request.address)"), address: request.address)
+                    return
+                }
+            }
+            queue.append(request)
+            runNext()
+        }
+    }
+
+    /// OpenMQTTGateway's `MQTTtoBT/config` keys: `white-list`, `black-list`, `minrssi`,
+    /// `interval` (publish interval per device, ms), `activescan`, `onlysensors`, `pubadvdata`
+    /// (raw frames to `…/undecoded`), `hasspresence`/`discovery` (Home Assistant discovery).
+    private func applyConfiguration(_ command: JSONValue) -> Bool {
+        let keys = ["white-list", "black-list", "minrssi", "interval", "onlysensors", "pubadvdata", "discovery", "hasspresence", "activescan"]
+        guard keys.contains(where: { command[$0] != nil }) else { return false }
+        if case .array(let items)? = command["white-list"] {
+            configuration.whiteList = Set(items.compactMap { $0.stringValue?.uppercased() })
+        }
+        if case .array(let items)? = command["black-list"] {
+            configuration.blackList = Set(items.compactMap { $0.stringValue?.uppercased() })
+        }
+        if let value = command["minrssi"]?.intValue {
+            // OpenMQTTGateway stores the magnitude; both -80 and 80 mean "at least -80 dBm".
+            configuration.minimumRSSI = -abs(value)
+        }
+        if let value = command["interval"]?.intValue, value >= 0 {
+            configuration.publishInterval = .milliseconds(value)
+        }
+        if let value = command["onlysensors"]?.boolValue { configuration.onlySensors = value }
+        if let value = command["pubadvdata"]?.boolValue { configuration.publishUndecoded = value }
+        if let value = command["discovery"]?.boolValue ?? command["hasspresence"]?.boolValue {
+            configuration.homeAssistantDiscovery = value
+        }
+        if let value = command["activescan"]?.boolValue {
+            configuration.activeScan = value
+            if !value { GatewayLog.warning("passive scanning needs BlueZ's AdvertisementMonitor API; scanning stays active") }
+        }
+        return true
+    }
+
+    /// The settings now in force, on `home/<gateway>/BTtoMQTT/config`, after each config command:
+    /// a subscriber knows every later message was published under them (one connection keeps order).
+    private func publishSettings() {
+        let settings: JSONValue = .object([
+            ("white-list", .array(configuration.whiteList.sorted().map(JSONValue.string))),
+            ("black-list", .array(configuration.blackList.sorted().map(JSONValue.string))),
+            ("minrssi", .integer(configuration.minimumRSSI)),
+            ("interval", .integer(Int(configuration.publishInterval.components.seconds * 1000
+                + configuration.publishInterval.components.attoseconds / 1_000_000_000_000_000))),
+            ("onlysensors", .bool(configuration.onlySensors)),
+            ("pubadvdata", .bool(configuration.publishUndecoded)),
+            ("discovery", .bool(configuration.homeAssistantDiscovery)),
+            ("activescan", .bool(configuration.activeScan)),
+            ("gateway", .string(configuration.name)),
+        ])
+        mqtt.publish("\(configuration.advertisementTopic)/config", settings.data, qos: configuration.qos.commandResponses)
+    }
+
+    private func runNext() {
+        guard running == nil, !stopped, !queue.isEmpty else { return }
+        let request = queue.removeFirst()
+        guard let peripheral = peripherals[request.address] else {
+            publishResponse(failure(request, "\(request.address) has not been heard by \(configuration.name)"), address: request.address)
+            statistics.gattFailed += 1
+            return runNext()
+        }
+        let deadline = configuration.central.connectTimeout + configuration.central.operationTimeout
+        let action = GattAction(request: request, central: central, peripheral: peripheral, deadline: deadline) { [weak self] outcome in
+            self?.finished(request, outcome)
+        }
+        running = action
+        action.start()
+    }
+
+    private func finished(_ request: GattRequest, _ outcome: GattAction.Outcome) {
+        running = nil
+        var pairs: [(String, JSONValue)] = [("id", .string(request.address)), ("service", .string(request.service)),
+                                            ("characteristic", .string(request.characteristic))]
+        switch outcome {
+        case .read(let data):
+            pairs.append(("read", request.render(data)))
+            pairs.append(("success", .bool(true)))
+        case .written:
+            pairs.append(("write", .string(request.writtenText ?? "")))
+            pairs.append(("success", .bool(true)))
+        case .operation(let data):
+            if case .operation(let spec) = request.kind {
+                pairs.append(("cmd", .string(spec.name)))
+                pairs += spec.parse(data)
+            }
+            pairs.append(("success", .bool(true)))
+        case .failed(let reason):
+            if let text = request.writtenText { pairs.append(("write", .string(text))) }
+            if case .operation(let spec) = request.kind { pairs.append(("cmd", .string(spec.name))) }
+            pairs.append(("success", .bool(false)))
+            pairs.append(("error", .string(reason)))
+        }
+        if case .failed = outcome { statistics.gattFailed += 1 } else { statistics.gattSucceeded += 1 }
+        pairs.append(("gateway", .string(configuration.name)))
+        publishResponse(.object(pairs), address: request.address)
+        runNext()
+    }
+
+    private func failure(_ request: GattRequest, _ reason: String) -> JSONValue {
+        .object([("id", .string(request.address)), ("service", .string(request.service)), ("characteristic", .string(request.characteristic)),
+                 ("success", .bool(false)), ("error", .string(reason)), ("gateway", .string(configuration.name))])
+    }
+
+    private func publishResponse(_ response: JSONValue, address: String?) {
+        let topicID = address?.uppercased().replacingOccurrences(of: ":", with: "") ?? "commands"
+        mqtt.publish("\(configuration.advertisementTopic)/\(topicID)", response.data, qos: configuration.qos.commandResponses)
+        onGattResponse?(response)
+    }
+}

@@ -1,0 +1,4 @@
+#ifndef BLEKIT_CMOSQUITTO_SHIM_H
+#define BLEKIT_CMOSQUITTO_SHIM_H
+#include <mosquitto.h>
+#endif

@@ -1,0 +1,150 @@
+import BleCore
+import BleGateway
+import Foundation
+
+/// `blekit gateway`: a BLE → MQTT gateway in OpenMQTTGateway/Theengs formats until Ctrl-C (or
+/// `--timeout`), then a verdict line with its counters.
+enum GatewayCommand: BlekitCommand {
+    static let name = "gateway"
+    static let synopsis = ""
+    static let summary = "gateway: publish advertisements to MQTT as OpenMQTTGateway/Theengs do; take commands"
+    static let options: [OptionSpec] = [
+        .value("--broker", "HOST[:PORT]", "the MQTT broker (default localhost:1883; 8883 with TLS)"),
+        .value("--name", "NAME", "the gateway's name in home/NAME/... (default BleKit_<host>)"),
+        .value("--base", "TOPIC", "the first topic level (default home)"),
+        .value("--username", "USER", "MQTT user name"),
+        .value("--password", "PASSWORD", "MQTT password (or BLEKIT_MQTT_PASSWORD)"),
+        .value("--cafile", "PEM", "TLS: trusted certificate authorities"),
+        .value("--certfile", "PEM", "TLS: client certificate"),
+        .value("--keyfile", "PEM", "TLS: client key"),
+        .flag("--tls-insecure", "TLS: do not check the broker's host name"),
+        .value("--min-rssi", "DBM", "publish only advertisements at least this strong (-90)"),
+        .value("--interval", "MS", "at most one message per device per MS milliseconds (default 0: every advertisement)"),
+        .value("--white-list", "MAC", "publish only these devices (repeatable)"),
+        .value("--black-list", "MAC", "never publish these devices (repeatable)"),
+        .flag("--undecoded", "also publish raw frames on home/NAME/BTtoMQTT/undecoded (for Theengs Gateway)"),
+        .flag("--only-sensors", "publish only advertisements a decoder understood"),
+        .flag("--discovery", "announce decoded devices through Home Assistant MQTT discovery"),
+        .value("--fleet", "FLEET", "join a fleet: commands on home/FLEET/commands/MQTTtoBT/config go to the gateway hearing the device best"),
+        .value("--commands", "FILE", "named operation commands (JSON) that {\"cmd\": NAME, \"id\": MAC} runs"),
+        .flag("--passive", "ask for passive scanning (BlueZ 5.66 scans actively; see --help)"),
+        .value("--timeout", "SECONDS", "stop after this long (default 0: until Ctrl-C)"),
+        .flag("--verbose", "log broker connections and command retries"),
+    ]
+    static let details = """
+    Topics: home/NAME/BTtoMQTT/<MAC without colons> (one JSON object per advertisement: id, name,
+    rssi, txpower, manufacturerdata, servicedata, servicedatauuid, decoded BTHome v2, iBeacon,
+    Eddystone and SIG battery/environmental fields, gateway), home/NAME/LWT (retained online/offline),
+    commands on home/NAME/commands/MQTTtoBT/config: {"white-list":[...]}, {"minrssi":-80},
+    {"interval":5000}, {"ble_write_address":MAC,"ble_write_service":UUID,"ble_write_char":UUID,
+    "ble_write_value":"0102","value_type":"HEX","ttl":2}, {"ble_read_address":...}, {"cmd":NAME,"id":MAC}.
+    Passive scanning needs BlueZ's AdvertisementMonitor API (experimental in 5.66, bluetoothd -E);
+    BleKit scans actively and says so.
+    Example: blekit gateway --broker 192.168.1.10 --name kitchen --discovery --min-rssi -90
+    """
+
+    @MainActor
+    static func run(_ invocation: Invocation) async -> ExitCode {
+        guard invocation.positionals.isEmpty else { return invocation.usage("takes no arguments", help: help) }
+        let arguments = invocation.arguments
+        let seconds: Double
+        let minimumRSSI: Int?
+        let interval: Int?
+        do {
+            seconds = try arguments.seconds("--timeout", default: 0)
+            minimumRSSI = try arguments.integer("--min-rssi")
+            interval = try arguments.integer("--interval")
+        } catch {
+            return invocation.usage(error.description, help: help)
+        }
+        let tls = arguments.value("--cafile") != nil || arguments.value("--certfile") != nil || arguments.has("--tls-insecure")
+        let (host, port) = broker(arguments.value("--broker") ?? "localhost", tls: tls)
+        guard let port else { return invocation.usage("--broker wants HOST or HOST:PORT", help: help) }
+        let hostName = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
+        let name = arguments.value("--name") ?? "BleKit_\(hostName)"
+        guard !name.isEmpty, !name.contains(where: { "/+#".contains($0) }) else {
+            return invocation.usage("--name may not contain /, + or #", help: help)
+        }
+        var operations: [OperationCommandSpec] = []
+        if let path = arguments.value("--commands") {
+            do {
+                operations = try OperationCommandSpec.load(path: path)
+            } catch {
+                invocation.fail("cannot read the commands file \(path): \(error)")
+                return .usage
+            }
+        }
+        var mqtt = MQTTOptions(host: host, port: port, clientID: "blekit-\(name)", username: arguments.value("--username"),
+                               password: arguments.value("--password") ?? ProcessInfo.processInfo.environment["BLEKIT_MQTT_PASSWORD"])
+        if tls {
+            mqtt.tls = .init(caFile: arguments.value("--cafile"), certificateFile: arguments.value("--certfile"),
+                             keyFile: arguments.value("--keyfile"), insecure: arguments.has("--tls-insecure"))
+        }
+        var central = invocation.global.centralOptions
+        central.operationTimeout = .seconds(10)
+        central.connectTimeout = .seconds(20)
+        var configuration = GatewayConfiguration(name: name, mqtt: mqtt, bus: invocation.global.bus, adapter: invocation.global.adapter,
+                                                 baseTopic: arguments.value("--base") ?? "home", activeScan: !arguments.has("--passive"),
+                                                 whiteList: Set(arguments.all("--white-list")), blackList: Set(arguments.all("--black-list")),
+                                                 minimumRSSI: minimumRSSI ?? -100, publishInterval: .milliseconds(max(0, interval ?? 0)),
+                                                 publishUndecoded: arguments.has("--undecoded"), onlySensors: arguments.has("--only-sensors"),
+                                                 homeAssistantDiscovery: arguments.has("--discovery"), fleet: arguments.value("--fleet"),
+                                                 operationCommands: operations, central: central)
+        configuration.central.bus = invocation.global.bus
+        GatewayLog.verbose = arguments.has("--verbose")
+        let gateway: Gateway
+        do {
+            gateway = try await start(configuration)
+        } catch {
+            invocation.fail("cannot start: \(error)")
+            return .failure
+        }
+        invocation.out("gateway \(name): publishing to \(host):\(port) under \(configuration.advertisementTopic); Ctrl-C to stop")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await Termination.wait() }
+            if seconds > 0 {
+                group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        let (statistics, connections, dropped, lastError, state) = await stop(gateway)
+        invocation.out("gateway \(name): heard \(statistics.heard), published \(statistics.published), filtered \(statistics.filtered), "
+            + "undecoded \(statistics.undecoded), commands \(statistics.commands) (GATT ok \(statistics.gattSucceeded), failed \(statistics.gattFailed)), "
+            + "broker connections \(connections), dropped \(dropped)")
+        if connections == 0 {
+            invocation.fail("never reached the broker at \(host):\(port): \(lastError ?? "no answer")")
+            return .failure
+        }
+        if state == .unsupported || state == .unauthorized {
+            invocation.fail("Bluetooth was not usable (\(state)); nothing was scanned")
+            return state == .unauthorized ? .permissionDenied : .unavailable
+        }
+        if statistics.heard == 0 {
+            invocation.fail("no advertisement was heard")
+            return .deviceNotFound
+        }
+        return .success
+    }
+
+    private static func broker(_ text: String, tls: Bool) -> (String, Int32?) {
+        guard let colon = text.lastIndex(of: ":"), !text.hasPrefix("[") || text.hasSuffix("]") == false else {
+            return (text, tls ? 8883 : 1883)
+        }
+        return (String(text[..<colon]), Int32(text[text.index(after: colon)...]).flatMap { (1...65535).contains($0) ? $0 : nil })
+    }
+
+    @BleLoop
+    private static func start(_ configuration: GatewayConfiguration) throws -> Gateway {
+        let gateway = try Gateway(configuration: configuration)
+        gateway.start()
+        return gateway
+    }
+
+    @BleLoop
+    private static func stop(_ gateway: Gateway) -> (Gateway.Statistics, Int, Int, String?, ManagerState) {
+        let result = (gateway.statistics, gateway.mqtt.connections, gateway.mqtt.droppedMessages, gateway.mqtt.lastError, gateway.central.state)
+        gateway.stop()
+        return result
+    }
+}

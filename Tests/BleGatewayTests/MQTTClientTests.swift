@@ -1,0 +1,70 @@
+import BleCore
+@testable import BleGateway
+import BleTestSupport
+import Foundation
+import Testing
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+@BleLoop
+struct MQTTClientTests {
+    /// The broker dies: messages published meanwhile wait in the bounded buffer (the oldest
+    /// dropped and counted), and go out after the client reconnects by itself.
+    @Test func reconnectsAndFlushesTheBoundedOfflineBuffer() async throws {
+        let broker = try MosquittoBroker()
+        let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "buffered",
+                                                         reconnectDelay: .milliseconds(100), maximumReconnectDelay: .milliseconds(200),
+                                                         offlineBufferCapacity: 5))
+        client.start()
+        defer { client.close() }
+        try await waitUntil("connected") { client.state == .connected }
+        broker.stop()
+        try await waitUntil("connection lost") { client.state != .connected }
+        for index in 0..<8 { client.publish("buffer/\(index)", "m\(index)", qos: 1, retain: true) }
+        #expect(client.bufferedMessages == 5)
+        #expect(client.droppedMessages == 3)
+        try broker.restart()
+        try await waitUntil("reconnected") { client.state == .connected && client.connections == 2 }
+        #expect(client.bufferedMessages == 0)
+        // Retained, so a subscriber that comes later sees what the flush delivered.
+        let recorder = try MessageRecorder(port: broker.port, patterns: ["buffer/#"])
+        defer { recorder.close() }
+        try await recorder.wait("the five newest") { messages in Set(messages.map(\.topic)).count == 5 }
+        #expect(Set(recorder.messages.map(\.topic)) == Set((3..<8).map { "buffer/\($0)" }))
+    }
+
+    /// A connection that dies without DISCONNECT makes the broker publish the will.
+    @Test func droppedConnectionPublishesTheWill() async throws {
+        let broker = try MosquittoBroker()
+        let recorder = try MessageRecorder(port: broker.port, patterns: ["will/#"])
+        defer { recorder.close() }
+        try await recorder.ready()
+        let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "mortal",
+                                                         will: .init(topic: "will/mortal", payload: "offline")))
+        client.start()
+        try await waitUntil("connected") { client.state == .connected }
+        client.publish("will/mortal", "online", qos: 1, retain: true)
+        try await recorder.first("online") { $0.topic == "will/mortal" && $0.text == "online" }
+        client.dropConnectionWithoutDisconnect()
+        try await recorder.first("the will") { $0.topic == "will/mortal" && $0.text == "offline" }
+        #expect(client.state == .closed)
+    }
+
+    /// A broker that refuses the credentials is reported, and retried with back-off, not crashed;
+    /// TLS files that do not exist are refused at setup.
+    @Test func refusedCredentialsAndMissingTLSFilesAreReported() async throws {
+        do {
+            _ = try MQTTClient(options: MQTTOptions(clientID: "tls", tls: .init(caFile: "/nonexistent/ca.pem")))
+            Issue.record("a missing CA file was accepted")
+        } catch {
+            #expect(error.description.contains("TLS"))
+        }
+        let port = try MosquittoBroker.freePort()
+        let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: port, clientID: "nobody", username: "user", password: "secret",
+                                                         reconnectDelay: .milliseconds(50)))
+        client.start()
+        defer { client.close() }
+        try await waitUntil("an error") { client.lastError != nil && client.state == .waitingToReconnect }
+        let error = client.lastError ?? ""
+        #expect(error.contains("\(port)") || error.lowercased().contains("refused"), "\(error)")
+    }
+}
