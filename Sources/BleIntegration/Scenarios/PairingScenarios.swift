@@ -5,7 +5,7 @@ import Foundation
 
 /// Pairing the central with the peer through an agent (LE Secure Connections, Just Works).
 enum PairingScenarios {
-    static let all: [IntegrationScenario] = [justWorks]
+    static let all: [IntegrationScenario] = [justWorks, bothAgents]
 
     static let justWorks = IntegrationScenario(
         "pairing.justWorks", "A NoInputNoOutput agent, Pair over an LE link, Paired and Bonded, a second Pair refused, and the bond removed."
