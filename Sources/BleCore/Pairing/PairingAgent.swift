@@ -364,3 +364,15 @@ public final class PairingAgent: @unchecked Sendable {
         }
     }
 }
+
+extension PairingAgent {
+    /// An agent on `peripheralManager`'s bus connection, by default the default agent: a serving
+    /// process is the responder, and bluetoothd asks the default agent about pairings a
+    /// central starts.
+    public convenience init(peripheralManager: PeripheralManager, capability: IOCapability = .keyboardDisplay,
+                            delegate: PairingAgentDelegate? = nil, makeDefault: Bool = true,
+                            requestTimeout: Duration = .seconds(25)) {
+        self.init(session: peripheralManager.session, ownsSession: false, capability: capability, delegate: delegate,
+                  makeDefault: makeDefault, requestTimeout: requestTimeout)
+    }
+}
