@@ -82,8 +82,6 @@ struct CoreBluetoothShapeTests {
         let write = try #require(stack.characteristic.writeCharacteristic)
         #expect("\(write)".contains("UUID = FFE1, properties = 0xC [writeWithoutResponse, write], value = "))
         #expect("\(write)".hasSuffix(", notifying = NO>"))
-        let notify = try #require(stack.characteristic.readCharacteristic)
-        #expect("\(notify)".hasSuffix(", notifying = YES>"))
         #expect("\(CharacteristicProperties([.read, .notify]))" == "[read, notify]")
         #expect("\(CBUUID(string: "ffe0"))" == "FFE0")
         #expect("\(CBUUID(string: "6e400001-b5a3-f393-e0a9-e50e24dcca9e"))" == "6E400001-B5A3-F393-E0A9-E50E24DCCA9E")

@@ -102,7 +102,7 @@ extension PeripheralDevice {
         /// A notification of the same characteristic arriving while the read is pending is
         /// taken as its reply (BlueZ does not tell them apart).
         @discardableResult
-        open func readValue(for characteristic: BluetoothUUID? = nil, timeout: TimeInterval = 20,
+        public final func readValue(for characteristic: BluetoothUUID? = nil, timeout: TimeInterval = 20,
                             completion: @escaping (Result<Data, Error>) -> Void) -> CommandToken {
             enqueueRead(characteristic: characteristic, descriptor: nil, timeout: timeout, completion: completion)
         }
@@ -110,7 +110,7 @@ extension PeripheralDevice {
         /// Queues a read of `descriptor` on `characteristic` (the read characteristic when nil),
         /// in the same FIFO as the commands.
         @discardableResult
-        open func readValue(forDescriptor descriptor: BluetoothUUID, of characteristic: BluetoothUUID? = nil, timeout: TimeInterval = 20,
+        public final func readValue(forDescriptor descriptor: BluetoothUUID, of characteristic: BluetoothUUID? = nil, timeout: TimeInterval = 20,
                             completion: @escaping (Result<Data, Error>) -> Void) -> CommandToken {
             enqueueRead(characteristic: characteristic, descriptor: descriptor, timeout: timeout, completion: completion)
         }
@@ -118,13 +118,9 @@ extension PeripheralDevice {
         private func enqueueRead(characteristic: BluetoothUUID?, descriptor: BluetoothUUID?, timeout: TimeInterval,
                                  completion: @escaping (Result<Data, Error>) -> Void) -> CommandToken {
             let token = engine.makeToken()
-            let done: Completion = { result in completion(result.map { $0.reduce(Data(), +) }) }
-            let box = UncheckedSendable((done, peripheral, readCharacteristic))
-            LoopHop.run { [engine] in
-                let (done, peripheral, read) = box.value
-                engine.enqueueRead(id: token.id, peripheral: peripheral, characteristic: characteristic, descriptor: descriptor,
-                                   fallback: read, timeout: timeout, completion: done)
-            }
+            let request = ReadRequest(id: token.id, peripheral: peripheral, characteristic: characteristic, descriptor: descriptor,
+                                      fallback: readCharacteristic, timeout: timeout, completion: completion)
+            LoopHop.run { [engine] in engine.enqueueRead(request) }
             return token
         }
 
@@ -163,6 +159,17 @@ extension PeripheralDevice {
         /// Number of commands queued or running (streams excluded), for diagnostics and tests.
         @BleLoop public var pendingCommandCount: Int { engine.pendingCount }
     }
+}
+
+/// A read command on its way to the loop, where it is used exclusively.
+struct ReadRequest: @unchecked Sendable {
+    let id: UInt64
+    let peripheral: Peripheral?
+    let characteristic: BluetoothUUID?
+    let descriptor: BluetoothUUID?
+    let fallback: BleCore.Characteristic?
+    let timeout: TimeInterval
+    let completion: (Result<Data, Error>) -> Void
 }
 
 /// A value that crosses to the loop thread where it is used exclusively.

@@ -94,32 +94,39 @@ final class Engine: PeripheralLoopObserver {
 
     /// Queues a GATT read of `characteristic` (or of `descriptor` on it) in the same FIFO as the
     /// exchanges: its reply is the response.
-    func enqueueRead(id: UInt64, peripheral: Peripheral?, characteristic: BluetoothUUID?, descriptor: BluetoothUUID?,
-                     fallback: Characteristic?, timeout: TimeInterval, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?) {
-        if cancelledBeforeStart.remove(id) != nil { return report(completion, .failure(PeripheralCommandError.cancelled)) }
-        guard let peripheral else { return report(completion, .failure(PeripheralCommandError.characteristicsNotReady)) }
+    func enqueueRead(_ request: ReadRequest) {
+        let userCompletion = request.completion
+        let completion: PeripheralDevice.DeviceCharacteristicValue.Completion = { result in
+            switch result {
+            case .success(let packets): userCompletion(.success(packets.first ?? Data()))
+            case .failure(let error): userCompletion(.failure(error))
+            }
+        }
+        if cancelledBeforeStart.remove(request.id) != nil { return report(completion, .failure(PeripheralCommandError.cancelled)) }
+        guard let peripheral = request.peripheral else { return report(completion, .failure(PeripheralCommandError.characteristicsNotReady)) }
         let target: Characteristic
-        if let characteristic {
+        if let wanted = request.characteristic {
             let all = (peripheral.services ?? []).flatMap { $0.characteristics ?? [] }
-            guard let found = all.first(where: { $0.uuid == characteristic }) else {
-                return report(completion, .failure(PeripheralCommandError.attributeNotFound(.characteristic(characteristic, service: nil))))
+            guard let found = all.first(where: { $0.uuid == wanted }) else {
+                return report(completion, .failure(PeripheralCommandError.attributeNotFound(.characteristic(wanted, service: nil))))
             }
             target = found
-        } else if let fallback {
+        } else if let fallback = request.fallback {
             target = fallback
         } else {
             return report(completion, .failure(PeripheralCommandError.characteristicsNotReady))
         }
         var kind = Kind.readValue
-        if let descriptor {
+        if let descriptor = request.descriptor {
             if target.descriptors == nil { peripheral.performDiscoverDescriptors(for: target) }
             guard let found = target.descriptors?.first(where: { $0.uuid == descriptor }) else {
                 return report(completion, .failure(PeripheralCommandError.attributeNotFound(.descriptor(descriptor, characteristic: target.uuid))))
             }
             kind = .readDescriptor(found)
         }
-        let option = ReadResponse(timeOutInterval: timeout)
-        queue.append(Command(id: id, option: option, completion: completion, peripheral: peripheral, write: target, read: target, kind: kind))
+        let option = ReadResponse(timeOutInterval: request.timeout)
+        queue.append(Command(id: request.id, option: option, completion: completion, peripheral: peripheral, write: target, read: target,
+                             kind: kind))
         startNextIfIdle()
     }
 
