@@ -93,7 +93,7 @@ let package = Package(
                           path: "Benchmarks/GatewayBenchmark"),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
-        .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus", "BleIntegration"]),
+        .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         // The pairing agent, pair() and bonds, against BleSim's agent calls on both sides.
         .testTarget(name: "PairingTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
     ],

@@ -103,7 +103,9 @@ public struct AdvertisingLayout: Sendable, Equatable {
     /// The legacy limit.
     public static let legacyLimit = 31
 
-    /// True when bluetoothd 5.66 accepts it on a legacy controller (else `InvalidLength`).
+    /// True when it fits a legacy advertising PDU. On a controller with extended advertising
+    /// bluetoothd 5.66 accepts longer data (the VM's emulated controllers took BlueZ's 38-byte
+    /// example advertisement); on a legacy one it refuses with `InvalidLength`.
     public var fits: Bool { advertisingBytes <= Self.legacyLimit }
 
     init(_ advertisement: Advertisement) {
