@@ -229,8 +229,12 @@ final class CentralHub {
 
     /// The manager was closed: everything waiting ends.
     func close() {
-        endScans(AsyncBleClientError.bluetoothUnavailable(.unsupported))
-        for call in stateWaiters.values { call.fail(AsyncBleClientError.bluetoothUnavailable(.unsupported)) }
+        let failure = AsyncBleClientError.bluetoothUnavailable(.unsupported)
+        endScans(failure)
+        for call in stateWaiters.values.map({ $0 }) { call.fail(failure) }
+        // A closed manager reports no more link events: nothing may wait for one.
+        for waiters in connectWaiters.values { for call in waiters.values { call.fail(failure) } }
+        for waiters in disconnectWaiters.values { for call in waiters.values { call.fail(failure) } }
         for continuation in stateSubscribers.values { continuation.finish() }
         for continuation in eventSubscribers.values { continuation.finish() }
         stateSubscribers.removeAll()

@@ -55,7 +55,7 @@ final class AsyncBench {
                       waitForPower: Bool = true,
                       configure: (inout CentralManagerOptions) -> Void = { _ in }) async throws -> AsyncBench {
         let fixture = try await SimulatorFixture.start(peripherals: peripherals, configuration: configuration)
-        var options = CentralManagerOptions(bus: .address(busText(fixture)), operationTimeout: .seconds(5), connectTimeout: .seconds(5),
+        var options = CentralManagerOptions(bus: .address(busText(fixture)), operationTimeout: .seconds(15), connectTimeout: .seconds(20),
                                             retryBackoff: .milliseconds(10), servicesResolvedGrace: .milliseconds(200))
         configure(&options)
         let bench = AsyncBench(fixture: fixture, manager: AsyncBleManager(configuration: options))

@@ -15,8 +15,11 @@ struct CancellationTests {
                                       _ body: @escaping @Sendable () async throws -> T) async throws -> Outcome<T> {
         let task = Task { await Outcome { try await body() } }
         if let member { try await bench.waitForCall(member) } else { await Task.yield() }
+        let cancelled = ContinuousClock.now
         task.cancel()
         let outcome = await task.value
+        // Reported, not asserted (speed is never asserted in tests).
+        print("cancelled after \(member ?? "start"): returned \(ContinuousClock.now - cancelled) after cancel()")
         if case .failed(let error) = outcome { Issue.record("ended with \(error), not CancellationError") }
         return outcome
     }
