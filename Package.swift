@@ -56,6 +56,12 @@ let package = Package(
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // The Swift 6 command-line app template (docs/PORTING.md): a @MainActor delegate on queue .main, BleProgram.run.
         .executableTarget(name: "BleKitAppTemplate", dependencies: ["BleCore"], path: "Examples/Template"),
+        // What the examples share: --sim (BleSim on a private bus) and the step log with its verdict.
+        .target(name: "ExampleSupport", dependencies: ["BleCore", "BleDBus", "BleSim", "BleTestSupport"], path: "Examples/Support"),
+        .executableTarget(name: "CentralWalkthrough", dependencies: ["BleCore", "ExampleSupport"],
+                          path: "Examples/CentralWalkthrough", exclude: ["README.md"]),
+        .executableTarget(name: "StateAndPermissions", dependencies: ["BleCore", "BleSim", "ExampleSupport"],
+                          path: "Examples/StateAndPermissions", exclude: ["README.md"]),
         // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).
         .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
@@ -91,6 +97,7 @@ let package = Package(
                     exclude: ["Python"]),
         .executableTarget(name: "GatewayBenchmark", dependencies: ["BleGateway", "BleSim", "BleTestSupport", "BleDBus", "BenchmarkSupport"],
                           path: "Benchmarks/GatewayBenchmark"),
+        .testTarget(name: "ExamplesTests", dependencies: ["BleTestSupport"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus", "BleIntegration"]),
