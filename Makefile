@@ -27,6 +27,7 @@ test-tsan: bootstrap
 
 demo: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product blekit
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product LEDControl
 	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build blekit demo
 
 bench: bootstrap

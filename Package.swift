@@ -63,6 +63,8 @@ let package = Package(
         .target(name: "ExampleSupport", dependencies: ["BleCore", "BleDBus", "BleSim", "BleTestSupport"], path: "Examples/Support"),
         .executableTarget(name: "CentralWalkthrough", dependencies: ["BleCore", "ExampleSupport"],
                           path: "Examples/CentralWalkthrough", exclude: ["README.md"]),
+        .executableTarget(name: "LEDControl", dependencies: ["BleCore", "ExampleSupport"],
+                          path: "Examples/LEDControl", exclude: ["README.md"]),
         .executableTarget(name: "StateAndPermissions", dependencies: ["BleCore", "BleSim", "ExampleSupport"],
                           path: "Examples/StateAndPermissions", exclude: ["README.md"]),
         // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).

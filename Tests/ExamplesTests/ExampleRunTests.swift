@@ -45,4 +45,40 @@ import Testing
         }
         #expect(status == 0, "\(output)")
     }
+
+    @Test func ledControlBothRolesPass() async throws {
+        let (status, output) = try await Self.run("LEDControl")
+        for expected in ["✓ advertising: as BleKit-LED", "✓ found the LED: 00:AA:01:00:00:00", "✓ read state: the LED is off",
+                         "✓ LED switched on: by 00:AA:01:00:00:01", "✓ switched on: the LED says it is on",
+                         "✓ switched off: the LED says it is off", "✓ central left",
+                         "verdict: LED central passed: 9 of 9 steps", "verdict: LED peripheral passed: 7 of 7 steps"] {
+            #expect(output.contains(expected), "missing \(expected)\n\(output)")
+        }
+        #expect(status == 0, "\(output)")
+    }
+
+    @Test func ledCentralAloneFailsLoudlyWithoutAPeripheral() async throws {
+        let (status, output) = try await Self.run("LEDControl", ["--sim", "central", "--deadline", "2"])
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("verdict: LED central FAILED (never ran: found the LED"), "\(output)")
+    }
+
+    @Test func blekitDemoShowsBothRolesAndTheDeviceManagerFlow() async throws {
+        var environment = ProcessInfo.processInfo.environment
+        // No real adapter: the demo uses BleSim.
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/blekit-demo-test.sock"
+        let me = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        let blekit = me.deletingLastPathComponent().appendingPathComponent("blekit").path
+        let child = try ChildProcess(arguments: [blekit, "demo"], environment: environment, standardErrorPath: nil)
+        let (status, output) = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: 120)) }
+        }
+        for expected in ["using BleSim", "among 200 beacons (a crowded room)", "Part 1: both roles, as two processes",
+                         "peripheral | ", "✓ LED switched on", "central    | ", "verdict: LED central passed",
+                         "Part 2: the DeviceManager flow", "passed  multi-packet command", "passed  link drop and automatic reconnect",
+                         "passed  command after the reconnect", "demo passed: two roles passed, DeviceManager flow passed"] {
+            #expect(output.contains(expected), "missing \(expected)\n\(output)")
+        }
+        #expect(status == 0, "\(output)")
+    }
 }
