@@ -63,6 +63,8 @@ let package = Package(
         .target(name: "ExampleSupport", dependencies: ["BleCore", "BleDBus", "BleSim", "BleTestSupport"], path: "Examples/Support"),
         .executableTarget(name: "CentralWalkthrough", dependencies: ["BleCore", "ExampleSupport"],
                           path: "Examples/CentralWalkthrough", exclude: ["README.md"]),
+        .executableTarget(name: "AsyncScanner", dependencies: ["BleAsync", "BleCore", "ExampleSupport"],
+                          path: "Examples/AsyncScanner", exclude: ["README.md"]),
         .executableTarget(name: "LEDControl", dependencies: ["BleCore", "ExampleSupport"],
                           path: "Examples/LEDControl", exclude: ["README.md"]),
         .executableTarget(name: "StateAndPermissions", dependencies: ["BleCore", "BleSim", "ExampleSupport"],

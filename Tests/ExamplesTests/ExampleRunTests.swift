@@ -46,6 +46,16 @@ import Testing
         #expect(status == 0, "\(output)")
     }
 
+    @Test func asyncScannerRunsTheAsyncAPIEndToEnd() async throws {
+        let (status, output) = try await Self.run("AsyncScanner")
+        for expected in ["✓ powered on", "✓ scan: Async-HR at -52 dBm", "✓ connect: connected to C0:FF:EE:00:05:01",
+                         "✓ read battery: 87 %", "✓ notifications: 74 bpm, 74 bpm, 74 bpm", "✓ disconnect",
+                         "verdict: AsyncScanner passed: 7 of 7 steps"] {
+            #expect(output.contains(expected), "missing \(expected)\n\(output)")
+        }
+        #expect(status == 0, "\(output)")
+    }
+
     @Test func ledControlBothRolesPass() async throws {
         let (status, output) = try await Self.run("LEDControl")
         for expected in ["✓ advertising: as BleKit-LED", "✓ found the LED: 00:AA:01:00:00:00", "✓ read state: the LED is off",
