@@ -4,7 +4,7 @@ SWIFT_BUILD_FLAGS ?=
 # Tests run serially within one process by default; Swift Testing parallelises across cores.
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: bootstrap build test test-tsan test-bluez demo bench bench-roundtrip clean
+.PHONY: bootstrap build docs check-docs test test-tsan test-bluez demo bench bench-roundtrip clean
 
 bootstrap:
 	@./scripts/bootstrap
@@ -12,7 +12,11 @@ bootstrap:
 build: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
 
-test: bootstrap
+# Every public symbol has a doc comment (a scan of Sources/, no build).
+check-docs:
+	@./scripts/check-doc-comments
+
+test: bootstrap check-docs
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	$(SWIFT) test --skip-build $(SWIFT_TEST_FLAGS)
 
@@ -27,7 +31,13 @@ test-tsan: bootstrap
 
 demo: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product blekit
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product LEDControl
 	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build blekit demo
+
+# DocC archives of the public modules (offline, the toolchain's docc, warnings as errors) and a
+# documentation-coverage report in .build/docs/coverage.txt.
+docs: bootstrap
+	SWIFT=$(SWIFT) ./scripts/build-docs
 
 bench: bootstrap
 	./Benchmarks/run

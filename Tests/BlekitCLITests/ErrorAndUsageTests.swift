@@ -72,3 +72,16 @@ import Testing
         #expect(result.status == 6 && result.errors.contains("disconnected") && result.errors.contains("Reconnect and run again"), "\(result.transcript)")
     }
 }
+
+/// `BLEKIT_LOG` with a value that is not a level says so, and logging stays at warning.
+@Suite struct LogEnvironmentTests {
+    @Test func anInvalidBLEKIT_LOGSaysSo() async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["BLEKIT_LOG"] = "verbose"
+        let run = try await CLIRun.run(["scan", "--bus", "unix:path=/nonexistent/blekit-log.sock"], environment: environment)
+        #expect(run.errors.contains("BLEKIT_LOG='verbose' is not a log level; use error, warning, info, debug or trace"), "\(run.transcript)")
+        environment["BLEKIT_LOG"] = "debug"
+        let debug = try await CLIRun.run(["scan", "--bus", "unix:path=/nonexistent/blekit-log.sock"], environment: environment)
+        #expect(!debug.errors.contains("is not a log level"), "\(debug.transcript)")
+    }
+}

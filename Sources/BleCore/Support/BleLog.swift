@@ -1,9 +1,12 @@
 import BleDBus
+import BleLogging
 import Foundation
 
 /// BleCore's log, on standard error, with the level from `BLEKIT_LOG`:
 /// `error`, `warning` (default), `info`, `debug`, or `trace` (also every D-Bus message sent and
 /// received, through `Connection.tracer`) — the first thing to reach for on a misbehaving device.
+/// Messages go through `logger` (BleLogging's swift-log-shaped `Logger`), so
+/// `LoggingSystem.bootstrap` sends them elsewhere, such as into swift-log.
 public enum BleLog {
     /// How much to log.
     public enum Level: Int, Sendable, Comparable {
@@ -21,6 +24,28 @@ public enum BleLog {
         /// Orders by verbosity.
         public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
 
+        /// The swift-log-shaped level this one logs at.
+        public var loggerLevel: Logger.Level {
+            switch self {
+            case .error: return .error
+            case .warning: return .warning
+            case .info: return .info
+            case .debug: return .debug
+            case .trace: return .trace
+            }
+        }
+
+        /// The nearest of BleKit's levels (notice counts as info, critical as error).
+        public init(loggerLevel: Logger.Level) {
+            switch loggerLevel {
+            case .trace: self = .trace
+            case .debug: self = .debug
+            case .info, .notice: self = .info
+            case .warning: self = .warning
+            case .error, .critical: self = .error
+            }
+        }
+
         init?(name: String) {
             switch name.lowercased() {
             case "error": self = .error
@@ -33,7 +58,19 @@ public enum BleLog {
         }
     }
 
-    private static let storage = Locked<Level>(Level(name: ProcessInfo.processInfo.environment["BLEKIT_LOG"] ?? "") ?? .warning)
+    private static let storage = Locked<Level>(LoggingSystem.environmentLevel().map(Level.init(loggerLevel:)) ?? .warning)
+    private static let current = Locked<(generation: Int, logger: Logger)?>(nil)
+
+    /// BleKit's logger (label `"BleKit"`), made by `LoggingSystem` (again after each
+    /// `bootstrap`); `level` decides what reaches it.
+    public static var logger: Logger {
+        let generation = LoggingSystem.bootstrapGeneration
+        if let made = current.value, made.generation == generation { return made.logger }
+        var logger = Logger(label: "BleKit")
+        logger.logLevel = .trace
+        current.value = (generation, logger)
+        return logger
+    }
 
     /// The current level; starts from `BLEKIT_LOG`, may be changed at run time.
     public static var level: Level {
@@ -43,7 +80,7 @@ public enum BleLog {
 
     package static func log(_ level: Level, _ text: @autoclosure () -> String) {
         guard level <= self.level else { return }
-        FileHandle.standardError.write(Data("BleKit[\(level)]: \(text())\n".utf8))
+        logger.log(level: level.loggerLevel, Logger.Message(text()))
     }
 
     static func error(_ text: @autoclosure () -> String) { log(.error, text()) }

@@ -11,6 +11,9 @@ struct ConnectedDevice {
     let services: [Service]
     /// The per-operation deadline.
     let seconds: Double
+    /// False when another program had the device connected already: BlueZ shares one link
+    /// among its clients, so disconnecting would cut theirs too.
+    let ownsConnection: Bool
 
     /// The options every device command has.
     nonisolated static let options: [OptionSpec] = [
@@ -24,9 +27,10 @@ struct ConnectedDevice {
         let session = try await CentralSession.open(invocation)
         do {
             let peripheral = try await session.find(target, seconds: seconds)
+            let wasConnected = session.manager.retrieveConnectedPeripherals(withServices: []).contains { $0.address == peripheral.address }
             try await session.connect(peripheral, seconds: max(seconds, 5))
             let services = try await session.discoverAll(peripheral, seconds: seconds)
-            return ConnectedDevice(session: session, peripheral: peripheral, services: services, seconds: seconds)
+            return ConnectedDevice(session: session, peripheral: peripheral, services: services, seconds: seconds, ownsConnection: !wasConnected)
         } catch {
             session.close()
             throw error
@@ -50,9 +54,9 @@ struct ConnectedDevice {
         }
     }
 
-    /// Disconnects and releases the central.
+    /// Disconnects (unless the link was another program's) and releases the central.
     func close() async {
-        await session.disconnect(peripheral)
+        if ownsConnection { await session.disconnect(peripheral) }
         session.close()
     }
 

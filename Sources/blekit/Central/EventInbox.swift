@@ -42,7 +42,7 @@ final class EventInbox: @unchecked Sendable {
             let id = nextID
             waiter = (id, continuation)
             lock.unlock()
-            DispatchQueue.global().asyncAfter(deadline: .now() + remaining) { [self] in
+            DispatchQueue.global().asyncAfter(deadline: .now() + min(remaining, 86_400)) { [self] in
                 lock.lock()
                 guard let current = waiter, current.id == id else {
                     lock.unlock()

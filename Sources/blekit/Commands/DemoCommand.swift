@@ -33,24 +33,42 @@ func runDemo() async -> Int32 {
         let scenario = try loadScenario()
         let simulator = await scenario.makeSimulator()
         try await simulator.start(on: bus.busAddress)
-        print("BleSim serves \(scenario.peripherals.map { $0.name ?? $0.address }.joined(separator: ", ")) on a private bus")
+        let beacons = scenario.peripherals.filter { $0.name?.hasPrefix("beacon-") == true }
+        let devices = scenario.peripherals.filter { $0.name?.hasPrefix("beacon-") != true }
+        print("BleSim serves \(devices.map { $0.name ?? $0.address }.joined(separator: ", ")) among \(beacons.count) beacons (a crowded room) on a private bus")
+        print("")
+        print("Part 1: both roles, as two processes — the LED peripheral on hci0, the LED central on hci1 (Examples/LEDControl)")
+        let rolesPassed = await TwoRoleDemo.run(busAddress: bus.address)
+        print("")
+        print("Part 2: the DeviceManager flow of FXBlueTooth's README (Examples/DataLogger): scan the crowded room, filter, connect, commands, a task, link loss, reconnect")
         let printer = StdoutPrinter()
         let options = CentralManagerOptions(bus: .address(bus.address))
         let report = await Task.detached { DataLoggerWalkthrough.run(options: options, printer: printer) }.value
         await simulator.stop(.clean)
         if !report.passed { FileHandle.standardError.write(Data("blekit demo: \(report.verdictLine)\n".utf8)) }
-        return report.exitStatus
+        print("")
+        print("demo \(rolesPassed && report.passed ? "passed" : "FAILED"): two roles \(rolesPassed ? "passed" : "FAILED"), DeviceManager flow \(report.passed ? "passed" : "FAILED")")
+        if !rolesPassed { FileHandle.standardError.write(Data("blekit demo: the two-role LED part failed (see its transcript above)\n".utf8)) }
+        return rolesPassed && report.passed ? 0 : 1
     } catch {
         FileHandle.standardError.write(Data("blekit demo: \(error)\n".utf8))
         return 1
     }
 }
 
+/// 200 beacons advertising around the demo's device.
+private var crowd: [String: Any] { ["count": 200, "addressPrefix": "DE:AD:BE:EF", "namePrefix": "beacon-", "interval": 200, "rssi": -75, "rssiJitter": 8] }
+
 private func loadScenario() throws -> Scenario {
     let shipped = "Scenarios/multi-packet.json"
-    if FileManager.default.fileExists(atPath: shipped) { return try Scenario.load(path: shipped) }
+    if let data = FileManager.default.contents(atPath: shipped),
+       var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] {
+        // The DeviceManager flow finds its device in a crowded room.
+        if object["crowd"] == nil { object["crowd"] = crowd }
+        return try Scenario.parse(try JSONSerialization.data(withJSONObject: object), name: shipped)
+    }
     // Run from elsewhere: the same device, built in.
-    let json = #"{"peripherals": [{"address": "C0:FF:EE:00:00:03", "name": "DataLogger", "mtu": 185, "services": [{"uuid": "6e400001-b5a3-f393-e0a9-e50e24dcca9e", "characteristics": [{"uuid": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "flags": ["write", "write-without-response"]}, {"uuid": "6e400003-b5a3-f393-e0a9-e50e24dcca9e", "flags": ["notify"]}]}], "rules": [{"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "01"}, "then": [{"notify": "6e400003-b5a3-f393-e0a9-e50e24dcca9e", "value": "aa0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f55", "packets": 4}]}, {"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "02"}, "then": [{"echo": "6e400003-b5a3-f393-e0a9-e50e24dcca9e"}]}, {"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "ff"}, "then": [{"disconnect": true}]}]}]}"#
+    let json = #"{"crowd": {"count": 200, "addressPrefix": "DE:AD:BE:EF", "namePrefix": "beacon-", "interval": 200, "rssi": -75, "rssiJitter": 8}, "peripherals": [{"address": "C0:FF:EE:00:00:03", "name": "DataLogger", "mtu": 185, "services": [{"uuid": "6e400001-b5a3-f393-e0a9-e50e24dcca9e", "characteristics": [{"uuid": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "flags": ["write", "write-without-response"]}, {"uuid": "6e400003-b5a3-f393-e0a9-e50e24dcca9e", "flags": ["notify"]}]}], "rules": [{"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "01"}, "then": [{"notify": "6e400003-b5a3-f393-e0a9-e50e24dcca9e", "value": "aa0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f55", "packets": 4}]}, {"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "02"}, "then": [{"echo": "6e400003-b5a3-f393-e0a9-e50e24dcca9e"}]}, {"on": {"write": "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "prefix": "ff"}, "then": [{"disconnect": true}]}]}]}"#
     return try Scenario.parse(Data(json.utf8), name: "built-in data logger")
 }
 

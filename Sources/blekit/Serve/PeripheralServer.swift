@@ -1,0 +1,266 @@
+import BleCore
+import BleSim
+import Foundation
+
+/// Runs `blekit serve`: registers the services, advertises, answers requests, runs rules.
+@MainActor
+final class PeripheralServer {
+    private let served: ServedPeripheral
+    private let invocation: Invocation
+    private let inbox = PeripheralInbox()
+    private var values: [String: Data]
+    private var manager: PeripheralManager?
+    private var timers: [DispatchSourceTimer] = []
+    private let start = Date()
+
+    init(served: ServedPeripheral, invocation: Invocation) {
+        self.served = served
+        self.invocation = invocation
+        values = served.initialValues
+    }
+
+    private func say(_ text: String) {
+        invocation.out(String(format: "[%7.3f s] ", Date().timeIntervalSince(start)) + text)
+    }
+
+    func run(duration: Double?) async throws(CLIError) -> ExitCode {
+        let inbox = self.inbox
+        let relay = PeripheralEventRelay { inbox.post($0) }
+        let manager = PeripheralManager(delegate: relay, queue: nil,
+                                        options: PeripheralManagerOptions(bus: invocation.global.bus, adapter: invocation.global.adapter))
+        self.manager = manager
+        let signals = Termination.observe { inbox.post(.interrupted) }
+        defer {
+            signals.forEach { $0.cancel() }
+            timers.forEach { $0.cancel() }
+            manager.stopAdvertising()
+            manager.removeAllServices()
+            manager.close()
+        }
+        try await waitForPoweredOn(manager)
+        for service in served.services {
+            manager.add(service)
+            try await expect("adding service \(Names.label(service.uuid, .service))") { event throws(CLIError) in
+                guard case .added(let added, let error) = event, added === service else { return false }
+                if let error { throw CLIError("bluetoothd refused service \(service.uuid): \(CentralSession.describe(error))") }
+                return true
+            }
+        }
+        let registration = manager.startAdvertising(served.advertisement)
+        try await expect("advertising") { event throws(CLIError) in
+            guard case .advertising(let error) = event else { return false }
+            if let error { throw CLIError("advertising failed: \(CentralSession.describe(error)). Another app may hold every advertising slot (`btmgmt advinfo`).") }
+            return true
+        }
+        _ = registration
+        say("serving \(served.spec.name ?? "a peripheral") on \(manager.adapterName ?? "the adapter"): \(served.services.map { Names.label($0.uuid, .service) }.joined(separator: ", ")); advertising. Ctrl-C to stop.")
+        startPeriodicRules()
+        let end = duration.map { Date().addingTimeInterval($0) } ?? .distantFuture
+        while true {
+            guard let event = await inbox.next(before: end) else {
+                say("stopped after \(CentralSession.format(duration ?? 0)) s")
+                return .success
+            }
+            switch event {
+            case .interrupted:
+                say("stopped (interrupted)")
+                return .success
+            case .state(let state) where state != .poweredOn:
+                invocation.fail("the adapter went \(state); serving stopped. Power it on and serve again.")
+                return state == .poweredOff ? .poweredOff : .unavailable
+            case .connected(let central): say("central \(central.address) connected")
+            case .disconnected(let central): say("central \(central.address) disconnected")
+            case .subscribed(let central, let characteristic):
+                say("central \(central.address) subscribed to \(Names.label(characteristic.uuid, .characteristic))")
+                runRules { if case .subscribe(let uuid) = $0 { return self.same(uuid, characteristic) } else { return false } }
+            case .unsubscribed(let central, let characteristic):
+                say("central \(central.address) unsubscribed from \(Names.label(characteristic.uuid, .characteristic))")
+            case .read(let request): answerRead(request)
+            case .write(let requests): answerWrites(requests)
+            case .tick(let index): runResponses(served.spec.rules[index].responses, written: nil)
+            default: continue
+            }
+        }
+    }
+
+    private func waitForPoweredOn(_ manager: PeripheralManager) async throws(CLIError) {
+        let deadline = Date().addingTimeInterval(5)
+        while manager.state != .poweredOn {
+            switch manager.state {
+            case .poweredOff: throw CLIError("the adapter is powered off. Power it on: `bluetoothctl power on`.", .poweredOff)
+            case .unauthorized: throw CLIError(manager.stateError?.description ?? "the D-Bus policy refuses access to bluetoothd", .permissionDenied)
+            case .unsupported: throw CLIError(manager.stateError?.description ?? "there is no Bluetooth adapter (`bluetoothctl list`)", .unavailable)
+            default: break
+            }
+            guard let event = await inbox.next(before: deadline) else {
+                throw CLIError("bluetoothd did not answer within 5 s. Is it running? `systemctl status bluetooth`.", .unavailable)
+            }
+            if case .interrupted = event { throw CLIError("interrupted") }
+        }
+    }
+
+    private func expect(_ what: String, _ match: (PeripheralEvent) throws(CLIError) -> Bool) async throws(CLIError) {
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            guard let event = await inbox.next(before: deadline) else { throw CLIError("no answer from bluetoothd to \(what) within 10 s", .timeout) }
+            if case .interrupted = event { throw CLIError("interrupted during \(what)") }
+            if try match(event) { return }
+        }
+    }
+
+    private func same(_ text: String, _ characteristic: MutableCharacteristic) -> Bool {
+        BluetoothUUID(text) == characteristic.uuid
+    }
+
+    private func answerRead(_ request: ATTRequest) {
+        let uuid = request.characteristic.uuid
+        for rule in served.spec.rules {
+            if case .read(let target) = rule.trigger, same(target, request.characteristic) {
+                for response in rule.responses {
+                    if case .attError(let code) = response {
+                        manager?.respond(to: request, withResult: .failure(AttError(code: code)))
+                        say("read \(Names.label(uuid, .characteristic)) by \(request.central.address) → ATT error 0x\(String(code, radix: 16)) (rule)")
+                        return
+                    }
+                    if case .reply(let value) = response { values[uuid.uuidString128] = value }
+                }
+            }
+        }
+        let value = values[uuid.uuidString128] ?? Data()
+        guard request.offset <= value.count else {
+            manager?.respond(to: request, withResult: .invalidOffset)
+            return
+        }
+        request.value = value.subdata(in: request.offset..<value.count)
+        manager?.respond(to: request, withResult: .success)
+        say("read \(Names.label(uuid, .characteristic)) by \(request.central.address) → \(Hex.spaced(value))")
+    }
+
+    private func answerWrites(_ requests: [ATTRequest]) {
+        for request in requests {
+            let characteristic = request.characteristic
+            let data = request.value ?? Data()
+            let refusal = served.spec.rules.lazy.compactMap { rule -> UInt8? in
+                guard case .write(let target, let prefix) = rule.trigger, self.same(target, characteristic),
+                      prefix.map({ data.starts(with: $0) }) ?? true else { return nil }
+                for response in rule.responses { if case .attError(let code) = response { return code } }
+                return nil
+            }.first
+            if let refusal {
+                if request.needsResponse { manager?.respond(to: request, withResult: .failure(AttError(code: refusal))) }
+                say("write \(Names.label(characteristic.uuid, .characteristic)) by \(request.central.address) ← \(Hex.spaced(data)) → ATT error 0x\(String(refusal, radix: 16)) (rule)")
+                continue
+            }
+            var stored = values[characteristic.uuid.uuidString128] ?? Data()
+            if request.offset == 0 { stored = data } else if request.offset <= stored.count { stored = stored.prefix(request.offset) + data }
+            values[characteristic.uuid.uuidString128] = stored
+            if request.needsResponse { manager?.respond(to: request, withResult: .success) }
+            say("write \(Names.label(characteristic.uuid, .characteristic)) by \(request.central.address) ← \(Hex.spaced(data))\(request.needsResponse ? "" : " (without response)")")
+            for rule in served.spec.rules {
+                if case .write(let target, let prefix) = rule.trigger, same(target, characteristic), prefix.map({ data.starts(with: $0) }) ?? true {
+                    runResponses(rule.responses, written: data)
+                }
+            }
+        }
+    }
+
+    private func runRules(_ matches: (BehaviourRule.Trigger) -> Bool) {
+        for rule in served.spec.rules where matches(rule.trigger) { runResponses(rule.responses, written: nil) }
+    }
+
+    private func runResponses(_ responses: [BehaviourRule.Response], written: Data?) {
+        for response in responses {
+            switch response {
+            case .notify(let target, let value, let packets):
+                guard let characteristic = served.characteristic(target) else { continue }
+                let count = max(1, packets ?? 1)
+                let size = (value.count + count - 1) / count
+                var offset = 0
+                while offset < value.count || (offset == 0 && value.isEmpty) {
+                    let chunk = value.isEmpty ? Data() : value.subdata(in: offset..<min(value.count, offset + size))
+                    notify(chunk, characteristic)
+                    offset += max(size, 1)
+                }
+            case .echo(let target):
+                guard let characteristic = served.characteristic(target), let written else { continue }
+                notify(written, characteristic)
+            case .setValue(let target, let value):
+                guard let characteristic = served.characteristic(target) else { continue }
+                values[characteristic.uuid.uuidString128] = value
+            case .reply, .attError:
+                continue
+            case .disconnect:
+                say("(rule: disconnect — a peripheral served by bluetoothd cannot drop the link itself; ignored)")
+            }
+        }
+    }
+
+    private func notify(_ value: Data, _ characteristic: MutableCharacteristic) {
+        values[characteristic.uuid.uuidString128] = value
+        guard characteristic.subscribedCentrals?.isEmpty == false else { return }
+        let sent = manager?.updateValue(value, for: characteristic, onSubscribedCentrals: nil) ?? false
+        say("notify \(Names.label(characteristic.uuid, .characteristic)) → \(Hex.spaced(value))\(sent ? "" : " (queue full, dropped)")")
+    }
+
+    private func startPeriodicRules() {
+        for (index, rule) in served.spec.rules.enumerated() {
+            guard case .periodic(let milliseconds) = rule.trigger, milliseconds >= 10 else { continue }
+            let timer = DispatchSource.makeTimerSource(queue: .main)
+            let inbox = self.inbox
+            timer.schedule(deadline: .now() + .milliseconds(Int(milliseconds)), repeating: .milliseconds(Int(milliseconds)))
+            timer.setEventHandler { inbox.post(.tick(index)) }
+            timer.resume()
+            timers.append(timer)
+        }
+    }
+}
+
+// @unchecked: its state is behind `lock`.
+/// `PeripheralEvent`s with a deadline on each wait (`EventInbox`'s twin for the peripheral role).
+final class PeripheralInbox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffered: [PeripheralEvent] = []
+    private var waiter: (id: Int, continuation: CheckedContinuation<PeripheralEvent?, Never>)?
+    private var nextID = 0
+
+    func post(_ event: PeripheralEvent) {
+        lock.lock()
+        if let current = waiter {
+            waiter = nil
+            lock.unlock()
+            current.continuation.resume(returning: event)
+        } else {
+            buffered.append(event)
+            lock.unlock()
+        }
+    }
+
+    func next(before deadline: Date) async -> PeripheralEvent? {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if !buffered.isEmpty {
+                let event = buffered.removeFirst()
+                lock.unlock()
+                continuation.resume(returning: event)
+                return
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                lock.unlock()
+                continuation.resume(returning: nil)
+                return
+            }
+            nextID += 1
+            let id = nextID
+            waiter = (id, continuation)
+            lock.unlock()
+            DispatchQueue.global().asyncAfter(deadline: .now() + min(remaining, 86_400)) { [self] in
+                lock.lock()
+                guard let current = waiter, current.id == id else { lock.unlock(); return }
+                waiter = nil
+                lock.unlock()
+                current.continuation.resume(returning: nil)
+            }
+        }
+    }
+}
