@@ -151,11 +151,21 @@ enum GatewayCommand: BlekitCommand {
         return .success
     }
 
+    /// `host`, `host:port`, `[v6]` or `[v6]:port`; the port nil when it is not 1…65535.
     private static func broker(_ text: String, tls: Bool) -> (String, Int32?) {
-        guard let colon = text.lastIndex(of: ":"), !text.hasPrefix("[") || text.hasSuffix("]") == false else {
-            return (text, tls ? 8883 : 1883)
+        let defaultPort: Int32 = tls ? 8883 : 1883
+        var host = Substring(text)
+        var portText: Substring?
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            let rest = host[host.index(after: close)...]
+            portText = rest.hasPrefix(":") ? rest.dropFirst() : (rest.isEmpty ? nil : rest)
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if host.filter({ $0 == ":" }).count == 1, let colon = host.firstIndex(of: ":") {
+            portText = host[host.index(after: colon)...]
+            host = host[..<colon]
         }
-        return (String(text[..<colon]), Int32(text[text.index(after: colon)...]).flatMap { (1...65535).contains($0) ? $0 : nil })
+        guard let portText else { return (String(host), defaultPort) }
+        return (String(host), Int32(portText).flatMap { (1...65535).contains($0) ? $0 : nil })
     }
 
     @BleLoop
