@@ -12,20 +12,30 @@ import Foundation
 // reports BleSim delivered in the window (what "keeping up" is measured against) and Theengs
 // Gateway's CPU per message.
 
+/// The broker's own count of PUBLISH packets received, from `$SYS` (every second with
+/// `sys_interval 1`): what reached the broker, whoever is slow to read it.
 @BleLoop
-final class TopicCounter {
-    var byGateway: [String: Int] = [:]
+final class BrokerCounter {
+    var samples: [(at: ContinuousClock.Instant, received: Int)] = []
     let client: MQTTClient
 
     init(port: Int32) throws {
         client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: port, clientID: "bench-counter", offlineBufferCapacity: 10))
-        client.subscribe("home/+/BTtoMQTT/+", qos: 0)
+        client.subscribe("$SYS/broker/publish/messages/received", qos: 0)
         client.onMessage = { [weak self] message in
-            let levels = message.topic.split(separator: "/")
-            guard levels.count == 4, levels[3] != "undecoded", levels[3] != "config" else { return }
-            self?.byGateway[String(levels[1]), default: 0] += 1
+            guard let value = Int(String(decoding: message.payload, as: UTF8.self)) else { return }
+            self?.samples.append((ContinuousClock.now, value))
         }
         client.start()
+    }
+
+    /// Publishes per second between the first sample after `start` and the last before `end`.
+    func rate(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> (perSecond: Double, seconds: Double) {
+        let inside = samples.filter { $0.at >= start && $0.at <= end }
+        guard let first = inside.first, let last = inside.last, last.at > first.at else { return (0, 0) }
+        let span = last.at - first.at
+        let seconds = Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18
+        return (Double(last.received - first.received) / seconds, seconds)
     }
 }
 
@@ -33,13 +43,16 @@ struct Measurement {
     var name: String
     var seconds: Double
     var delivered: Int
-    var published: Int
+    var publishedPerSecond: Double
     var cpuSeconds: Double
 
+    var deliveredPerSecond: Double { Double(delivered) / seconds }
+    var cpuPerMessage: Double { cpuSeconds / seconds / max(1e-9, publishedPerSecond) }
+
     var line: String {
-        String(format: "%@: %.0f published/s for %.0f reports/s delivered (%.3f), CPU %.3f cores, %.1f µs CPU per published advertisement",
-               name, Double(published) / seconds, Double(delivered) / seconds, Double(published) / max(1, Double(delivered)),
-               cpuSeconds / seconds, cpuSeconds / max(1, Double(published)) * 1e6)
+        String(format: "%@: %.0f published/s for %.0f reports/s delivered by BleSim (%.3f), CPU %.3f cores, %.1f µs CPU per published advertisement",
+               name, publishedPerSecond, deliveredPerSecond, publishedPerSecond / max(1, deliveredPerSecond),
+               cpuSeconds / seconds, cpuPerMessage * 1e6)
     }
 }
 
@@ -54,20 +67,19 @@ func cpuSeconds(of pid: pid_t) -> Double {
 }
 
 @BleLoop
-func measure(_ name: String, child: ChildProcess, simulator: Simulator, counter: TopicCounter,
+func measure(_ name: String, child: ChildProcess, simulator: Simulator, counter: BrokerCounter,
              warmup: Double, seconds: Double) async throws -> Measurement {
     try await Task.sleep(for: .seconds(warmup))
     simulator.resetAdvertisingStatistics()
-    let publishedBefore = counter.byGateway[name] ?? 0
     let cpuBefore = cpuSeconds(of: child.pid)
     let start = ContinuousClock.now
     try await Task.sleep(for: .seconds(seconds))
-    let elapsed = ContinuousClock.now - start
+    let end = ContinuousClock.now
     let cpu = cpuSeconds(of: child.pid) - cpuBefore
     let delivered = simulator.advertisingStatistics.reports
-    let published = (counter.byGateway[name] ?? 0) - publishedBefore
+    let elapsed = end - start
     let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    return Measurement(name: name, seconds: wall, delivered: delivered, published: published, cpuSeconds: cpu)
+    return Measurement(name: name, seconds: wall, delivered: delivered, publishedPerSecond: counter.rate(from: start, to: end).perSecond, cpuSeconds: cpu)
 }
 
 @BleLoop
@@ -79,7 +91,7 @@ func run(seconds: Double, count: Int, theengsPython: String?) async throws -> In
     try await simulator.start(on: bus.busAddress)
     defer { simulator.stop(.kill) }
     let broker = try MosquittoBroker()
-    let counter = try TopicCounter(port: broker.port)
+    let counter = try BrokerCounter(port: broker.port)
     defer { counter.client.close() }
     let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     let blekit = directory.appendingPathComponent("blekit").path
@@ -95,7 +107,7 @@ func run(seconds: Double, count: Int, theengsPython: String?) async throws -> In
     let (status, output) = gateway.runToCompletion(timeout: 30)
     print(blekitResult.line)
     print("  blekit gateway's own verdict: \(output.split(separator: "\n").last ?? "") (exit \(status.map(String.init) ?? "killed"))")
-    let keepsUp = blekitResult.published >= Int(Double(blekitResult.delivered) * 0.95)
+    let keepsUp = blekitResult.publishedPerSecond >= blekitResult.deliveredPerSecond * 0.95
     var verdict: Int32 = keepsUp && status == 0 ? 0 : 1
 
     if let theengsPython {
@@ -112,8 +124,8 @@ func run(seconds: Double, count: Int, theengsPython: String?) async throws -> In
         let theengsResult = try await measure("TheengsGW", child: theengs, simulator: simulator, counter: counter, warmup: warmup + 2, seconds: seconds)
         theengs.stop(with: SIGTERM)
         print(theengsResult.line)
-        if theengsResult.published > 0 && blekitResult.published > 0 {
-            let ratio = (theengsResult.cpuSeconds / Double(theengsResult.published)) / (blekitResult.cpuSeconds / Double(blekitResult.published))
+        if theengsResult.publishedPerSecond > 0 && blekitResult.publishedPerSecond > 0 {
+            let ratio = theengsResult.cpuPerMessage / blekitResult.cpuPerMessage
             print(String(format: "CPU per published advertisement: Theengs Gateway / BleKit = %.1f×", ratio))
         } else {
             print("Theengs Gateway published nothing; its stderr: \((try? String(contentsOf: home.appendingPathComponent("stderr"), encoding: .utf8))?.suffix(600) ?? "")")

@@ -51,6 +51,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         log_type notice
         log_type information
         max_queued_messages 100000
+        sys_interval 1
 
         """
         let path = directory.appendingPathComponent("mosquitto.conf").path

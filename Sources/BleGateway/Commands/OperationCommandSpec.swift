@@ -83,7 +83,8 @@ public struct OperationCommandSpec: Sendable, Codable, Equatable {
         guard let fields, !fields.isEmpty else { return [("response", .string(response.lowercaseHex))] }
         let bytes = [UInt8](response)
         var result: [(String, JSONValue)] = []
-        for field in fields where field.size >= 1 && field.size <= 8 && field.offset >= 0 && field.offset + field.size <= bytes.count {
+        for field in fields where field.size >= 1 && field.size <= 8 && field.offset >= 0 && field.offset <= bytes.count
+            && field.size <= bytes.count - field.offset {
             var slice = Array(bytes[field.offset..<(field.offset + field.size)])
             if field.bigEndian != true { slice.reverse() }
             let raw = slice.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }

@@ -43,7 +43,6 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     private var fleet: FleetCoordinator?
     private var queue: [GattRequest] = []
     private var running: GattAction?
-    private var scanning = false
     private var stopped = false
     private let clock = ContinuousClock()
 
@@ -111,7 +110,6 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
 
     private func startScan() {
         guard !stopped else { return }
-        scanning = true
         // Duplicates: OpenMQTTGateway publishes every advertisement, filtered by its own interval.
         central.scanForPeripherals(withServices: nil, options: ScanOptions(allowDuplicates: true))
     }
@@ -196,7 +194,6 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     /// Logged: the gateway keeps its MQTT side up and retries when the adapter comes back.
     public func centralManager(_ central: CentralManager, didFailToScan error: Error) {
         GatewayLog.warning("scan failed: \(error)")
-        scanning = false
     }
 
     /// The fleet gateway that would carry out a command for `address` now, as this gateway sees it.
@@ -257,10 +254,11 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
         }
         if let value = command["minrssi"]?.intValue {
             // OpenMQTTGateway stores the magnitude; both -80 and 80 mean "at least -80 dBm".
-            configuration.minimumRSSI = -abs(value)
+            // Clamped first: abs(Int.min) would trap, and no radio reports beyond ±200 dBm.
+            configuration.minimumRSSI = -abs(min(200, max(-200, value)))
         }
         if let value = command["interval"]?.intValue, value >= 0 {
-            configuration.publishInterval = .milliseconds(value)
+            configuration.publishInterval = .milliseconds(min(value, 86_400_000))
         }
         if let value = command["onlysensors"]?.boolValue { configuration.onlySensors = value }
         if let value = command["pubadvdata"]?.boolValue { configuration.publishUndecoded = value }

@@ -28,6 +28,7 @@ enum GatewayCommand: BlekitCommand {
         .value("--fleet", "FLEET", "join a fleet: commands on home/FLEET/commands/MQTTtoBT/config go to the gateway hearing the device best"),
         .value("--commands", "FILE", "named operation commands (JSON) that {\"cmd\": NAME, \"id\": MAC} runs"),
         .flag("--passive", "ask for passive scanning (BlueZ 5.66 scans actively; see --help)"),
+        .value("--bthome", "KEY=VALUE,...", "also advertise these readings as a BTHome v2 sensor (tempc=21.5,hum=40,batt=90)"),
         .value("--timeout", "SECONDS", "stop after this long (default 0: until Ctrl-C)"),
         .flag("--verbose", "log broker connections and command retries"),
     ]
@@ -92,12 +93,30 @@ enum GatewayCommand: BlekitCommand {
                                                  operationCommands: operations, central: central)
         configuration.central.bus = invocation.global.bus
         GatewayLog.verbose = arguments.has("--verbose")
+        var readings: [(key: String, value: Double)]?
+        if let text = arguments.value("--bthome") {
+            do {
+                readings = try BTHomeEncoder.parse(text)
+                _ = try BTHomeEncoder.encode(readings ?? [])
+            } catch {
+                return invocation.usage("--bthome: \(error.description)", help: help)
+            }
+        }
         let gateway: Gateway
         do {
             gateway = try await start(configuration)
         } catch {
             invocation.fail("cannot start: \(error)")
             return .failure
+        }
+        var sensor: BTHomeSensor?
+        if let readings {
+            do {
+                sensor = try await startSensor(name: name, readings: readings,
+                                               options: PeripheralManagerOptions(bus: invocation.global.bus, adapter: invocation.global.adapter))
+            } catch {
+                invocation.fail("cannot advertise BTHome: \(error)")
+            }
         }
         invocation.out("gateway \(name): publishing to \(host):\(port) under \(configuration.advertisementTopic); Ctrl-C to stop")
         await withTaskGroup(of: Void.self) { group in
@@ -108,10 +127,15 @@ enum GatewayCommand: BlekitCommand {
             await group.next()
             group.cancelAll()
         }
+        let advertised = await stopSensor(sensor)
         let (statistics, connections, dropped, lastError, state) = await stop(gateway)
         invocation.out("gateway \(name): heard \(statistics.heard), published \(statistics.published), filtered \(statistics.filtered), "
             + "undecoded \(statistics.undecoded), commands \(statistics.commands) (GATT ok \(statistics.gattSucceeded), failed \(statistics.gattFailed)), "
             + "broker connections \(connections), dropped \(dropped)")
+        if sensor != nil && !advertised {
+            invocation.fail("the BTHome advertisement was not accepted by bluetoothd")
+            return .failure
+        }
         if connections == 0 {
             invocation.fail("never reached the broker at \(host):\(port): \(lastError ?? "no answer")")
             return .failure
@@ -127,11 +151,21 @@ enum GatewayCommand: BlekitCommand {
         return .success
     }
 
+    /// `host`, `host:port`, `[v6]` or `[v6]:port`; the port nil when it is not 1…65535.
     private static func broker(_ text: String, tls: Bool) -> (String, Int32?) {
-        guard let colon = text.lastIndex(of: ":"), !text.hasPrefix("[") || text.hasSuffix("]") == false else {
-            return (text, tls ? 8883 : 1883)
+        let defaultPort: Int32 = tls ? 8883 : 1883
+        var host = Substring(text)
+        var portText: Substring?
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            let rest = host[host.index(after: close)...]
+            portText = rest.hasPrefix(":") ? rest.dropFirst() : (rest.isEmpty ? nil : rest)
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if host.filter({ $0 == ":" }).count == 1, let colon = host.firstIndex(of: ":") {
+            portText = host[host.index(after: colon)...]
+            host = host[..<colon]
         }
-        return (String(text[..<colon]), Int32(text[text.index(after: colon)...]).flatMap { (1...65535).contains($0) ? $0 : nil })
+        guard let portText else { return (String(host), defaultPort) }
+        return (String(host), Int32(portText).flatMap { (1...65535).contains($0) ? $0 : nil })
     }
 
     @BleLoop
@@ -139,6 +173,22 @@ enum GatewayCommand: BlekitCommand {
         let gateway = try Gateway(configuration: configuration)
         gateway.start()
         return gateway
+    }
+
+    @BleLoop
+    private static func startSensor(name: String, readings: [(key: String, value: Double)], options: PeripheralManagerOptions) throws -> BTHomeSensor {
+        let sensor = try BTHomeSensor(name: name, readings: readings, options: options)
+        sensor.start()
+        return sensor
+    }
+
+    /// Stops the sensor; true when its advertisement was active.
+    @BleLoop
+    private static func stopSensor(_ sensor: BTHomeSensor?) -> Bool {
+        guard let sensor else { return false }
+        let active = sensor.registration?.isActive ?? false
+        sensor.stop()
+        return active
     }
 
     @BleLoop
