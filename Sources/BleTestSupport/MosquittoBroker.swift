@@ -57,8 +57,11 @@ public final class MosquittoBroker: @unchecked Sendable {
         let path = directory.appendingPathComponent("mosquitto.conf").path
         try configuration.write(toFile: path, atomically: true, encoding: .utf8)
         // Its log goes to stderr, which is unbuffered (stdout into a pipe is not), joined to the
-        // pipe we read; exec keeps the pid the broker's own.
-        let child = try ChildProcess(arguments: ["/bin/sh", "-c", "exec \"$0\" -c \"$1\" 2>&1", MosquittoBroker.executable, path],
+        // pipe we read. A shell holds it on a leash: when our end of its stdin closes (stop(),
+        // or this process dying, even by SIGKILL) the shell kills the broker, so no broker
+        // outlives its test.
+        let script = "\"$0\" -c \"$1\" 2>&1 & broker=$!; read _; kill -9 $broker; wait $broker"
+        let child = try ChildProcess(arguments: ["/bin/sh", "-c", script, MosquittoBroker.executable, path],
                                      standardErrorPath: directory.appendingPathComponent("stderr.log").path)
         // "mosquitto version 2.0.11 running" is logged once the listener is open.
         var seen: [String] = []
@@ -71,13 +74,14 @@ public final class MosquittoBroker: @unchecked Sendable {
                 return
             }
         }
-        child.stop(with: SIGKILL)
+        child.terminate()
         throw StartError.notReady(seen.joined(separator: " | "))
     }
 
-    /// Kills the broker (SIGKILL: clients see their connections die, as on a broker crash).
+    /// Kills the broker (SIGKILL: clients see their connections die, as on a broker crash)
+    /// and waits for it to be gone.
     public func stop() {
-        process?.stop(with: SIGKILL)
+        process?.terminate()
         process = nil
     }
 
