@@ -7,7 +7,7 @@ import Testing
     @Test func scanListsEachDeviceOnceWithNamesThenACount() async throws {
         let room = try await SimulatedRoom.start(Rooms.heartRate)
         defer { Task { await room.stop() } }
-        let run = try await room.blekit(["scan", "--timeout", "2"])
+        let run = try await room.blekit(["scan", "--count", "3", "--timeout", "30"])
         #expect(run.status == 0, "\(run.transcript)")
         let lines = run.output.split(separator: "\n").map(String.init)
         let heart = try #require(lines.first { $0.hasPrefix("C0:FF:EE:00:00:02") }, "\(run.transcript)")
@@ -15,21 +15,21 @@ import Testing
         let led = try #require(lines.first { $0.hasPrefix("C0:FF:EE:00:00:01") })
         #expect(led.contains("Nordic Semiconductor ASA"), "\(led)")
         #expect(lines.filter { $0.hasPrefix("C0:FF:EE:00:00:02") }.count == 1, "each device is printed once when piped")
-        #expect(lines.last == "3 device(s) heard, scan stopped after 2 s", "\(run.transcript)")
+        #expect(lines.last == "3 device(s) heard, scan stopped after 3 device(s)", "\(run.transcript)")
     }
 
     @Test func scanFiltersByServiceNameRSSIAndManufacturer() async throws {
         let room = try await SimulatedRoom.start(Rooms.heartRate)
         defer { Task { await room.stop() } }
-        let byService = try await room.blekit(["scan", "--timeout", "1.5", "--service", "Heart Rate"])
+        let byService = try await room.blekit(["scan", "--count", "1", "--timeout", "30", "--service", "Heart Rate"])
         #expect(byService.output.contains("HR-Strap") && !byService.output.contains("LED-Status") && !byService.output.contains("Far-Away"), "\(byService.transcript)")
-        let byName = try await room.blekit(["scan", "--timeout", "1.5", "--name", "led"])
+        let byName = try await room.blekit(["scan", "--count", "1", "--timeout", "30", "--name", "led"])
         #expect(byName.output.contains("LED-Status") && !byName.output.contains("HR-Strap"), "\(byName.transcript)")
-        let byRSSI = try await room.blekit(["scan", "--timeout", "1.5", "--rssi", "-70"])
+        let byRSSI = try await room.blekit(["scan", "--count", "2", "--timeout", "30", "--rssi", "-70"])
         #expect(byRSSI.output.contains("LED-Status") && byRSSI.output.contains("HR-Strap") && !byRSSI.output.contains("Far-Away"), "\(byRSSI.transcript)")
-        let byCompany = try await room.blekit(["scan", "--timeout", "1.5", "--manufacturer", "nordic"])
+        let byCompany = try await room.blekit(["scan", "--count", "1", "--timeout", "30", "--manufacturer", "nordic"])
         #expect(byCompany.output.contains("LED-Status") && !byCompany.output.contains("HR-Strap"), "\(byCompany.transcript)")
-        let json = try await room.blekit(["scan", "--timeout", "1.5", "--manufacturer", "0x004C", "--json"])
+        let json = try await room.blekit(["scan", "--count", "1", "--timeout", "30", "--manufacturer", "0x004C", "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any], "\(json.transcript)")
         #expect(object["address"] as? String == "C0:FF:EE:00:00:02")
         #expect((object["manufacturers"] as? [[String: Any]])?.first?["name"] as? String == "Apple, Inc.")

@@ -25,7 +25,7 @@ import Testing
         #expect(banner?.contains("serving Served-LED on hci0: FF00; advertising") == true, "\(banner ?? "nothing")")
 
         let central = ["--adapter", "hci1"]
-        let scan = try await room.blekit(["scan", "--timeout", "2"] + central)
+        let scan = try await room.blekit(["scan", "--count", "1", "--timeout", "30"] + central)
         #expect(scan.output.contains("Served-LED") && scan.output.contains("Nordic Semiconductor ASA"), "\(scan.transcript)")
         // After a connection, BlueZ names the device by its GAP name (the serving adapter's alias),
         // so from here on it is found by address.

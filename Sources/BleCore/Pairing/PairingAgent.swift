@@ -82,6 +82,10 @@ public final class PairingAgent: @unchecked Sendable {
     /// - Parameters:
     ///   - options: which bus (the adapter and timeouts are not used).
     ///   - queue: where delegate callbacks run; nil means BleKit's loop thread.
+    ///   - capability: what the agent can show and enter, which decides the pairing method.
+    ///   - delegate: answers the requests (the default refuses them).
+    ///   - makeDefault: whether bluetoothd asks it about pairings it did not start.
+    ///   - requestTimeout: how long a request may wait for its answer before it is cancelled.
     public convenience init(options: CentralManagerOptions = CentralManagerOptions(), queue: DispatchQueue? = nil,
                             capability: IOCapability = .keyboardDisplay, delegate: PairingAgentDelegate? = nil,
                             makeDefault: Bool = true, requestTimeout: Duration = .seconds(25)) {

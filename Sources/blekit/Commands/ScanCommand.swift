@@ -14,6 +14,7 @@ enum ScanCommand: BlekitCommand {
         .value("--name", "PREFIX", "only devices whose name starts with PREFIX"),
         .value("--rssi", "DBM", "only devices at least this strong (-70)"),
         .value("--manufacturer", "COMPANY", "only devices with manufacturer data of this company (0x004C, or part of the name)"),
+        .value("--count", "N", "stop once N devices are listed (scripts waiting for a device)"),
         .value("--limit", "ROWS", "at most this many rows in the live table (default: the terminal's height)"),
     ]
     static let details = """
@@ -28,9 +29,11 @@ enum ScanCommand: BlekitCommand {
         let seconds: Double
         let filter: ScanFilter
         let limitOption: Int?
+        let count: Int?
         do {
             seconds = try invocation.arguments.seconds("--timeout", default: 10)
             limitOption = try invocation.arguments.integer("--limit")
+            count = try invocation.arguments.integer("--count")
         } catch {
             return invocation.usage(error.description, help: help)
         }
@@ -94,6 +97,10 @@ enum ScanCommand: BlekitCommand {
                 entry.services = advertisement.serviceUUIDs
                 entries[peripheral.address] = entry
                 if isNew && !live { printPlain(entry, advertisement: advertisement, invocation: invocation) }
+                if let count, entries.count >= count {
+                    ending = "stopped after \(count) device(s)"
+                    break loop
+                }
             default:
                 continue
             }
