@@ -148,6 +148,10 @@ struct DSLNeverWaitsSilentlyTests {
     @Test func stayingPoweredOffEndsTheWaitNamingPowerOnAdapter() async throws {
         let stack = try await Stack.start(configuration: .init(adapters: [.init(index: 0, powered: false)]))
         defer { stack.tearDown() }
+        // Counted from a known powered-off state (a loaded machine may take longer to answer).
+        let states = StateLog(recorder: EventRecorder())
+        stack.manager.centralManager.multiDelegate.addDelegate(states)
+        try await states.recorder.wait("poweredOff") { $0.contains(.poweredOff) }
         stack.execute([.connect(.uuid(Device.address)), .powerOnTimeout(0.3)])
         try await stack.events.wait(count: 1)
         #expect(stack.events.events == ["failure: \(BleManagerError.poweredOffTimeout(seconds: 0.3))"])
