@@ -98,7 +98,7 @@ let package = Package(
                     swiftSettings: [.swiftLanguageMode(.v5)]),
         // Porting behaviours (issue 11): CoreBluetooth and FXBlueTooth shapes, deadlines, threads; runs the template.
         .testTarget(name: "PortingTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
-        .testTarget(name: "BleAsyncTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "BleAsyncTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus", "BleIntegration"]),
         // FXBlueToothAsync's README examples, with only their imports changed, against BleSim.
         .testTarget(name: "BleAsyncExampleTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleGatewayTests", dependencies: ["BleGateway", "BleCore", "BleSim", "BleTestSupport", "BleDBus"],

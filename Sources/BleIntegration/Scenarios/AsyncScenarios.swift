@@ -5,9 +5,11 @@ import Foundation
 
 /// The central role written with BleAsync (async/await) against the peer: the calls an app
 /// ported from FXBlueToothAsync makes, streams with two subscribers, the DSL's engine through
-/// `execute`, and cancellation that undoes BlueZ's side.
-enum AsyncScenarios {
-    static let all: [IntegrationScenario] = [centralFlow, cancellation]
+/// `execute`, and cancellation that undoes BlueZ's side. Registered for the VM; they run against
+/// BleSim in BleAsyncTests until the VM run records their bluetoothd transcripts for the parity check.
+public enum AsyncScenarios {
+    /// Every BleAsync scenario.
+    public static let all: [IntegrationScenario] = [centralFlow, cancellation]
 
     @BleLoop static func manager(_ context: ScenarioContext) -> AsyncBleManager {
         let manager = AsyncBleManager(configuration: CentralManagerOptions(bus: context.backend.bleBus, adapter: context.backend.centralAdapter,
@@ -30,8 +32,10 @@ enum AsyncScenarios {
         throw ScenarioFailure("the peer was not found by a BleAsync scan")
     }
 
-    static let centralFlow = IntegrationScenario(
-        "async.centralFlow", "BleAsync: scan with a matcher and connect, discover, read, write, two notification subscribers, a DSL command, disconnect."
+    /// The calls of a ported FXBlueToothAsync app, end to end.
+    public static let centralFlow = IntegrationScenario(
+        "async.centralFlow", "BleAsync: scan with a matcher and connect, discover, read, write, two notification subscribers, a DSL command, disconnect.",
+        backends: [.bluetoothd]
     ) { context in
         _ = try await context.peer()
         let manager = manager(context)
@@ -89,8 +93,10 @@ enum AsyncScenarios {
         }
     }
 
-    static let cancellation = IntegrationScenario(
-        "async.cancellation", "BleAsync: a cancelled scan stops discovery, a cancelled connect ends BlueZ's attempt, a scan timeout is not a cancellation."
+    /// Timeouts and cancellations, and what they leave behind.
+    public static let cancellation = IntegrationScenario(
+        "async.cancellation", "BleAsync: a cancelled scan stops discovery, a cancelled connect ends BlueZ's attempt, a scan timeout is not a cancellation.",
+        backends: [.bluetoothd]
     ) { context in
         _ = try await context.peer()
         let manager = manager(context)
