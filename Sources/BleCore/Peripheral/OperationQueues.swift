@@ -78,6 +78,9 @@ struct OperationQueues {
     /// Operations queued or running, for tests and diagnostics.
     var pendingCount: Int { queues.values.reduce(0) { $0 + $1.filter { !$0.finished }.count } }
 
+    /// Deadline timers still armed, for diagnostics.
+    var liveTimerCount: Int { queues.values.reduce(0) { $0 + $1.filter { $0.timer?.isActive == true }.count } }
+
     /// Removes every pending operation (queued or running) and returns them, for the caller to
     /// fail: finishing them in here would run their completions (which start the next
     /// operation) while the queues are still being changed.

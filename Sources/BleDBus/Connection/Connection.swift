@@ -401,6 +401,13 @@ public final class Connection {
     /// The number of calls awaiting a reply or waiting to be sent.
     public var outstandingCallCount: Int { callsByID.count }
 
+    /// What the connection holds now (calls, subscriptions, rules, timers), for leak checks.
+    public var diagnostics: ConnectionDiagnostics {
+        ConnectionDiagnostics(pendingCalls: callsByID.count, signalSubscriptions: signals.subscriptionCount,
+                              matchRules: signals.busRuleCount, nameWatchers: signals.nameWatcherCount,
+                              timers: deadlineTimer?.isActive == true ? 1 : 0)
+    }
+
     // MARK: Lifetime
 
     /// Runs `handler` once when the connection closes, whichever side closed it.
