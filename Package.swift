@@ -111,6 +111,8 @@ let package = Package(
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         // The pairing agent, pair() and bonds, against BleSim's agent calls on both sides.
         .testTarget(name: "PairingTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
+        // Issue 16: the fault matrix, hostile peers, bad input and the fuzzers' regression inputs.
+        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

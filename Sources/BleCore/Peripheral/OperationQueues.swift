@@ -18,6 +18,8 @@ final class GattOperation {
     let start: @BleLoop (GattOperation) -> Void
     private let completion: Completion
     var timer: LoopTimer?
+    /// Gives up the BlueZ call in flight, if any: called when the operation ends another way.
+    var abandonCall: (@BleLoop () -> Void)?
     private(set) var finished = false
     var started = false
 
@@ -34,7 +36,11 @@ final class GattOperation {
         finished = true
         timer?.cancel()
         timer = nil
+        let abandon = abandonCall
+        abandonCall = nil
         completion(result)
+        // After the completion: a cancelled call's own completion finds the operation finished.
+        abandon?()
     }
 
     /// Replaces the queue deadline with the operation's own, from now.
@@ -155,7 +161,8 @@ extension Peripheral {
     @BleLoop func call(_ operation: GattOperation, _ path: ObjectPath, _ interface: String, _ member: String,
                        _ arguments: [DBusValue] = [],
                        reply: @escaping @BleLoop ([DBusValue]) throws(BleError) -> Data? = { _ in nil }) {
-        session.call(path, interface, member, arguments, timeout: session.options.operationTimeout + .seconds(1)) { result in
+        operation.abandonCall = session.call(path, interface, member, arguments,
+                                             timeout: session.options.operationTimeout + .seconds(1)) { result in
             switch result {
             case .success(let body):
                 operation.finish(Result { () throws(BleError) in try reply(body) })

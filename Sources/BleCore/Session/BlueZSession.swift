@@ -199,19 +199,22 @@ final class BlueZSession {
     /// Calls a BlueZ method; `completion` runs on the loop with the reply body or a mapped error.
     /// The D-Bus deadline defaults to the operation deadline plus a second, so the operation's
     /// own timer (which names the operation) fires first.
+    /// Returns a closure that abandons the call (see `Connection.abandonCall`), nil when none was sent.
+    @discardableResult
     func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
               timeout: Duration? = nil, address: String? = nil,
-              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) {
-        if let reason = closedReason { return completion(.failure(reason)) }
-        guard let connection, connection.isOpen else { return completion(.failure(.noBus("not connected to the bus"))) }
-        guard cache?.owner != nil else { return completion(.failure(.bluetoothRestarted)) }
+              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) -> (@BleLoop () -> Void)? {
+        if let reason = closedReason { completion(.failure(reason)); return nil }
+        guard let connection, connection.isOpen else { completion(.failure(.noBus("not connected to the bus"))); return nil }
+        guard cache?.owner != nil else { completion(.failure(.bluetoothRestarted)); return nil }
         BleLog.debug("call \(interface).\(member) \(path)")
         // Sent before this returns: no hop, and nothing the caller sends next can overtake it.
-        connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
+        let id = connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
                               timeout: timeout ?? options.operationTimeout + .seconds(1)) { result in
             let mapped = result.mapError { BleError.from($0, operation: member, address: address) }
             if case .failure(let error) = mapped { BleLog.debug("\(member) \(path) failed: \(error)") }
             completion(mapped)
         }
+        return { [weak connection] in connection?.abandonCall(id) }
     }
 }

@@ -29,6 +29,7 @@ public struct Scenario: Sendable, Decodable {
         /// `{"attError": ADDRESS, "characteristic": UUID, "operation": "read|write", "code": 14, "times": N}`
         case attError(address: String, characteristic: String, operation: FaultInjector.Operation, code: UInt8, times: Int?)
         /// `{"notifications": ADDRESS, "dropEvery": N}` or `{"notifications": ADDRESS, "duplicate": true}`
+        /// or `{"notifications": ADDRESS, "reorder": true}`
         case notifications(address: String, fault: FaultInjector.NotificationFault)
         /// `{"neverReply": MEMBER, "times": N}`
         case neverReply(member: String, times: Int?)
@@ -37,7 +38,7 @@ public struct Scenario: Sendable, Decodable {
 
         private enum Keys: String, CodingKey {
             case connect, failure, times, linkLoss, afterPackets, attError, characteristic, operation, code
-            case notifications, dropEvery, duplicate, neverReply, accessDenied
+            case notifications, dropEvery, duplicate, reorder, neverReply, accessDenied
         }
 
         /// Reads one fault; an unknown shape is an error naming the accepted keys.
@@ -66,9 +67,11 @@ public struct Scenario: Sendable, Decodable {
                     self = .notifications(address: checked, fault: .dropEvery(every))
                 } else if try container.decodeIfPresent(Bool.self, forKey: .duplicate) == true {
                     self = .notifications(address: checked, fault: .duplicate)
+                } else if try container.decodeIfPresent(Bool.self, forKey: .reorder) == true {
+                    self = .notifications(address: checked, fault: .reorderPairs)
                 } else {
                     throw DecodingError.dataCorruptedError(forKey: .notifications, in: container,
-                                                           debugDescription: "a notifications fault needs dropEvery or duplicate")
+                                                           debugDescription: "a notifications fault needs dropEvery, duplicate or reorder")
                 }
             } else if let member = try container.decodeIfPresent(String.self, forKey: .neverReply) {
                 self = .neverReply(member: member, times: try container.decodeIfPresent(Int.self, forKey: .times))
