@@ -106,7 +106,7 @@ final class CoreCell {
     func run() async throws -> Outcome {
         bench = try await Bench.start([Matrix.spec(for: fault)], configuration: Matrix.configuration(fault)) { options in
             options.operationTimeout = .seconds(1)
-            options.connectTimeout = .seconds(2)
+            options.connectTimeout = .seconds(5)
             options.connectRetries = 2
             options.bluetoothdReturnTimeout = .seconds(60)
         }

@@ -108,7 +108,7 @@ extension CentralManager {
         emit { $0.centralManager(self, didDiscover: peripheral, advertisementData: advertisement, rssi: Int(rssi)) }
     }
 
-    static func advertisement(from properties: PropertyMap) -> AdvertisementData {
+    package static func advertisement(from properties: PropertyMap) -> AdvertisementData {
         let manufacturer = properties[BlueZ.Device1.manufacturerData] ?? [:]
         var serviceData: [BluetoothUUID: Data] = [:]
         let rawServiceData: [String: Data] = properties[BlueZ.Device1.serviceData] ?? [:]

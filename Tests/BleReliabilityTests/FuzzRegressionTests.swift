@@ -1,0 +1,18 @@
+import BleFuzzTargets
+import Foundation
+import Testing
+
+/// Every input that once crashed a fuzz target (Fuzz/Regressions/<target>/) runs again here.
+@Suite
+struct FuzzRegressionTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fuzz/Regressions")
+
+    @Test(arguments: FuzzTarget.allCases)
+    func regressionInputsStillPass(_ target: FuzzTarget) throws {
+        let folder = Self.root.appendingPathComponent(target.rawValue)
+        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
+        #expect(!files.isEmpty, "no regression inputs for \(target.rawValue)")
+        for file in files { target.run(try Data(contentsOf: file)) }
+    }
+}
