@@ -194,6 +194,15 @@ enum ReplyShape {
             Glibc.close(descriptor)
             throw .unexpectedReply(operation: operation, detail: "MTU \(mtu) is below the LE minimum of 23")
         }
+        // bluetoothd hands over one end of a SOCK_SEQPACKET pair. Anything else (a pipe, a file,
+        // a stream socket from a hostile org.bluez) would never become readable, or would merge
+        // records: the subscription would look on and stay deaf.
+        var type: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_SEQPACKET.rawValue) else {
+            Glibc.close(descriptor)
+            throw .unexpectedReply(operation: operation, detail: "the file descriptor is not a SEQPACKET socket")
+        }
         return (descriptor, mtu)
     }
 

@@ -149,7 +149,7 @@ public struct Scenario: Sendable, Decodable {
         do {
             return try JSONDecoder().decode(Scenario.self, from: data)
         } catch let error as DecodingError {
-            throw .invalid(path: name, detail: describe(error))
+            throw .invalid(path: name, detail: describe(error, in: data))
         } catch {
             throw .invalid(path: name, detail: "\(error)")
         }
@@ -182,10 +182,16 @@ public struct Scenario: Sendable, Decodable {
         return text.uppercased()
     }
 
-    private static func describe(_ error: DecodingError) -> String {
+    /// `line N, field.path: what`; syntax errors carry JSONSerialization's own position.
+    private static func describe(_ error: DecodingError, in data: Data) -> String {
         func path(_ context: DecodingError.Context) -> String {
             let text = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            return text.isEmpty ? "top level" : String(text.drop { $0 == "." })
+            let field = text.isEmpty ? "top level" : String(text.drop { $0 == "." })
+            guard !context.codingPath.isEmpty, let line = JSONLocator.line(of: context.codingPath, in: data) else { return field }
+            return "line \(line), \(field)"
+        }
+        if case .dataCorrupted(let context) = error, context.codingPath.isEmpty, let syntax = syntaxError(in: data) {
+            return syntax
         }
         switch error {
         case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
@@ -193,6 +199,21 @@ public struct Scenario: Sendable, Decodable {
         case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
         case .valueNotFound(let type, let context): return "\(path(context)): expected a \(type) value"
         @unknown default: return "\(error)"
+        }
+    }
+
+    /// JSONDecoder says only "not valid JSON"; JSONSerialization names the character offset,
+    /// turned here into a line.
+    private static func syntaxError(in data: Data) -> String? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            return nil
+        } catch {
+            let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
+            guard let range = detail.range(of: "character "),
+                  let offset = Int(detail[range.upperBound...].prefix { $0.isNumber }) else { return "not valid JSON: \(detail)" }
+            let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+            return "line \(line): not valid JSON: \(detail)"
         }
     }
 
