@@ -4,7 +4,7 @@ SWIFT_BUILD_FLAGS ?=
 # Tests run serially within one process by default; Swift Testing parallelises across cores.
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: bootstrap build docs check-docs test test-tsan test-sanitizers fuzz soak test-bluez demo bench bench-roundtrip clean
+.PHONY: bootstrap build docs check-docs test test-tsan test-sanitizers fuzz soak bench-stall test-bluez demo bench bench-roundtrip clean
 
 bootstrap:
 	@./scripts/bootstrap
@@ -37,6 +37,11 @@ test-sanitizers: bootstrap
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan $(SWIFT_BUILD_FLAGS)
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/lsan-suppressions.txt:print_suppressions=0 \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan $(SWIFT_TEST_FLAGS)
+
+# How long a hostile org.bluez (huge replies, signal floods) blocks the loop; bounded, not a test.
+bench-stall: bootstrap
+	$(SWIFT) build -c release --product LoopStallBenchmark --scratch-path .build/bench $(SWIFT_BUILD_FLAGS)
+	$$($(SWIFT) build -c release --product LoopStallBenchmark --scratch-path .build/bench --show-bin-path)/LoopStallBenchmark
 
 # Each libFuzzer target for FUZZ_SECONDS (default 60); crashes land in Fuzz/Crashes/.
 fuzz: bootstrap

@@ -80,6 +80,9 @@ let package = Package(
                           path: "Benchmarks/RoundTripBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport", "BenchmarkSupport"],
                           path: "Benchmarks/BleDBusBenchmark"),
+        // Issue 16: how long a hostile org.bluez can block the loop (make bench-stall).
+        .executableTarget(name: "LoopStallBenchmark", dependencies: ["BleCore", "BleDBus", "BleTestSupport"],
+                          path: "Benchmarks/LoopStallBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),

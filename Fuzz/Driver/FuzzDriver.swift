@@ -31,6 +31,13 @@ func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>,
 /// of it), so libFuzzer's own main is never pulled in: this one hands over to libFuzzer.
 @_cdecl("blekit_fuzz_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    // Seeds go into an empty corpus folder first (BLEKIT_FUZZ_SEEDS names it).
+    if let folder = ProcessInfo.processInfo.environment["BLEKIT_FUZZ_SEEDS"],
+       (try? FileManager.default.contentsOfDirectory(atPath: folder))?.isEmpty ?? false {
+        for (index, seed) in selected.seeds.enumerated() {
+            FileManager.default.createFile(atPath: "\(folder)/seed-\(index)", contents: seed)
+        }
+    }
     var count = argc
     var vector = argv
     return runFuzzerDriver(&count, &vector) { start, length in fuzzOne(start, length) }

@@ -84,3 +84,46 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         precondition(BluetoothUUID(uuid.uuidString) == uuid, "short form does not round-trip")
     }
 }
+
+extension FuzzTarget {
+    /// Well-formed inputs to start from: libdbus refuses nearly every random byte string, so
+    /// without them the fuzzer never reaches BleKit's decoding.
+    public var seeds: [Data] {
+        switch self {
+        case .dbusMessage, .advertisement: return Self.messageSeeds
+        case .commandChunks: return [Data([0, 20, 20]) + Data(count: 64), Data([3, 5, 20]) + Data(count: 17), Data([0, 1, 1, 9])]
+        case .scenario:
+            return [Data(#"{"adapters": [{"name": "hci0", "address": "00:AA:01:00:00:00"}], "temporaryTimeout": 30, "peripherals": [{"address": "C0:FF:EE:00:00:01", "name": "x", "rssi": -50, "mtu": 185, "manufacturerData": {"76": "0102"}, "services": [{"uuid": "180d", "characteristics": [{"uuid": "2a37", "flags": ["read", "notify"], "value": "00"}]}], "rules": [{"on": {"write": "2a37", "prefix": "01"}, "then": [{"notify": "2a37", "value": "02"}]}]}], "faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "abortByLocal", "times": 1}, {"notifications": "C0:FF:EE:00:00:01", "dropEvery": 2}]}"#.utf8)]
+        case .uuid: return ["180d", "0000180d-0000-1000-8000-00805f9b34fb", "0x2A37", "12345678", "6e400001-b5a3-f393-e0a9-e50e24dcca9e"].map { Data($0.utf8) }
+        }
+    }
+
+    static var messageSeeds: [Data] {
+        let device: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_00_01"
+        let properties = BlueZShapes.propertyDictionary([
+            ("Address", .string("C0:FF:EE:00:00:01")), ("Name", .string("seed")), ("RSSI", .int16(-50)),
+            ("UUIDs", .array(element: .string, [.string("0000180d-0000-1000-8000-00805f9b34fb")])),
+            ("ManufacturerData", BlueZShapes.manufacturerDataValue([0x004c: Data([1, 2, 3])])),
+            ("ServiceData", BlueZShapes.serviceDataValue(["0000180d-0000-1000-8000-00805f9b34fb": Data([9])])),
+            ("TxPower", .int16(4)), ("Connected", .boolean(false)),
+        ])
+        let interfaces = DBusValue.dictionary(key: .string, value: .dictionary(key: .string, value: .variant),
+                                              [DBusDictionaryEntry(key: .string("org.bluez.Device1"), value: properties)])
+        let messages: [DBusMessage] = [
+            .signal(path: device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                    body: [.string("org.bluez.Device1"), properties, .array(element: .string, [.string("RSSI")])]),
+            .signal(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
+                    body: [.objectPath(device), interfaces]),
+            .signal(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                    body: [.objectPath(device), .array(element: .string, [.string("org.bluez.Device1")])]),
+            .signal(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "Managed",
+                    body: [.dictionary(key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
+                                       [DBusDictionaryEntry(key: .objectPath(device), value: interfaces)])]),
+        ]
+        return messages.compactMap { message in
+            var numbered = message
+            numbered.serial = 1
+            return try? numbered.wireBytes()
+        }
+    }
+}

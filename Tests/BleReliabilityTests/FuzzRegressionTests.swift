@@ -1,3 +1,4 @@
+import BleDBus
 import BleFuzzTargets
 import Foundation
 import Testing
@@ -14,5 +15,14 @@ struct FuzzRegressionTests {
         let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
         #expect(!files.isEmpty, "no regression inputs for \(target.rawValue)")
         for file in files { target.run(try Data(contentsOf: file)) }
+    }
+
+    @Test(arguments: FuzzTarget.allCases)
+    func seedsAreWellFormedAndPass(_ target: FuzzTarget) throws {
+        #expect(!target.seeds.isEmpty)
+        for seed in target.seeds { target.run(seed) }
+        if target == .dbusMessage {
+            for seed in target.seeds { #expect(throws: Never.self) { try DBusMessage(wireBytes: seed) } }
+        }
     }
 }

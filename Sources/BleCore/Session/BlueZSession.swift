@@ -39,6 +39,8 @@ final class BlueZSession {
     /// GATT object paths already routed once: the next event of the same characteristic finds
     /// its peripheral with one lookup, without building its device path again.
     private var attributeRoutes: [ObjectPath: Peripheral] = [:]
+    /// The path each routed peripheral is registered under.
+    private var routedPaths: [ObjectIdentifier: ObjectPath] = [:]
 
     nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue) {
         self.options = options
@@ -125,6 +127,7 @@ final class BlueZSession {
         let peripherals = Array(routes.values)
         for peripheral in peripherals { peripheral.sessionClosed(reason) }
         routes.removeAll()
+        routedPaths.removeAll()
         attributeRoutes.removeAll()
         connection?.close()
     }
@@ -139,10 +142,14 @@ final class BlueZSession {
 
     /// Makes `peripheral` receive the events of the device at `path` and below.
     func route(_ path: ObjectPath, to peripheral: Peripheral) {
-        for (existing, registered) in routes where registered === peripheral && existing != path {
+        // The reverse map finds the peripheral's old path in one lookup: scanning every route
+        // per device made loading a crowd of devices quadratic (seconds for 5,000).
+        let key = ObjectIdentifier(peripheral)
+        if let existing = routedPaths[key], existing != path, routes[existing] === peripheral {
             routes.removeValue(forKey: existing)
         }
         routes[path] = peripheral
+        routedPaths[key] = path
         attributeRoutes.removeAll()
     }
 
