@@ -72,19 +72,24 @@ struct BadInputTests {
         let peripheral = try await bench.connected()
         let rw = bench.characteristic(peripheral, Sample.readWrite)
         let mark = bench.recorder.mark
-        let threads = 8
-        let each = 50
+        let threads = 4
+        let each = 25
         let box = UncheckedBox((peripheral, rw))
-        // Real threads, none of them the loop's.
-        await Task.detached {
-            DispatchQueue.concurrentPerform(iterations: threads) { _ in
+        // Real threads, none of them the loop's or the task pool's (a blocked pool thread would
+        // starve the other tests).
+        let done = EventRecorder<Int>()
+        for index in 0..<threads {
+            let thread = Thread {
                 let (peripheral, rw) = box.value
                 for _ in 0..<each { peripheral.readValue(for: rw) }
                 _ = peripheral.state
                 _ = peripheral.maximumWriteValueLength(for: .withResponse)
+                done.appendFromAnyThread(index)
             }
-        }.value
-        try await bench.recorder.wait(timeout: .seconds(30), "\(threads * each) reads") { _ in
+            thread.start()
+        }
+        try await done.wait("the threads", timeout: .seconds(30)) { $0.count == threads }
+        try await bench.recorder.wait(timeout: .seconds(50), "\(threads * each) reads") { _ in
             bench.recorder.count(since: mark) { if case .value(let c, _, _) = $0 { return c === rw }; return false } >= threads * each
         }
         #expect(bench.recorder.count(since: mark) { if case .value(let c, _, let e) = $0 { return c === rw && e == nil }; return false } == threads * each)

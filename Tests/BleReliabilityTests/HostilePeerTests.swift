@@ -13,6 +13,10 @@ final class HostileBlueZ {
     let bus: PrivateBus
     let connection: Connection
     var answer: @BleLoop (IncomingCall) -> Void
+    /// Calls left unanswered: held, because a released call answers itself with an error.
+    var held: [IncomingCall] = []
+    /// The members called so far.
+    let calls = EventRecorder<String>()
 
     private init(bus: PrivateBus, connection: Connection, answer: @escaping @BleLoop (IncomingCall) -> Void) {
         self.bus = bus
@@ -25,7 +29,10 @@ final class HostileBlueZ {
         let connection = try await Connection.open(bus.busAddress)
         let fake = HostileBlueZ(bus: bus, connection: connection, answer: answer)
         connection.objects.callFilter = { [weak fake] call in
-            fake?.answer(call)
+            guard let fake else { return false }
+            fake.calls.append(call.member)
+            fake.answer(call)
+            fake.held.append(call)
             return true
         }
         let reply = try await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -48,7 +55,18 @@ final class HostileBlueZ {
         }
     }
 
+    /// Starts a scan and waits until the fake was asked to discover; then says it discovers.
+    func startScan(_ central: CentralManager, allowDuplicates: Bool = false) async throws {
+        let mark = calls.events.count
+        central.scanForPeripherals(withServices: nil, options: [CBCentralManagerScanOptionAllowDuplicatesKey: allowDuplicates])
+        try await calls.first(since: mark, timeout: .seconds(20), "StartDiscovery") { $0 == "StartDiscovery" }
+        emit(Self.adapter, "org.freedesktop.DBus.Properties", "PropertiesChanged", [
+            .string("org.bluez.Adapter1"), BlueZShapes.propertyDictionary([("Discovering", .boolean(true))]), .array(element: .string, []),
+        ])
+    }
+
     func tearDown() {
+        held.removeAll()
         connection.close()
         bus.stopInBackground()
     }
@@ -117,7 +135,7 @@ struct HostilePeerTests {
     }
 
     @Test func wrongTypesMissingPropertiesOddPathsAndHugeValuesAreIgnored() async throws {
-        let huge = Data(repeating: 0xAB, count: 1 << 20)
+        let huge = Data(repeating: 0xAB, count: 64 << 10)
         let tree = HostileBlueZ.objects([
             HostileBlueZ.goodAdapter,
             HostileBlueZ.goodDevice(Self.good),
@@ -131,8 +149,8 @@ struct HostilePeerTests {
             // Huge arrays and values.
             (HostileBlueZ.device("HUGE"), HostileBlueZ.interfaces([("org.bluez.Device1", [
                 ("Address", .string("C0:FF:EE:00:00:0C")), ("Adapter", .objectPath(HostileBlueZ.adapter)), ("RSSI", .int16(-40)),
-                ("Name", .string(String(repeating: "n", count: 100_000))),
-                ("UUIDs", .array(element: .string, (0..<20_000).map { _ in .string("0000180d-0000-1000-8000-00805f9b34fb") })),
+                ("Name", .string(String(repeating: "n", count: 10_000))),
+                ("UUIDs", .array(element: .string, (0..<2_000).map { _ in .string("0000180d-0000-1000-8000-00805f9b34fb") })),
                 ("ManufacturerData", BlueZShapes.manufacturerDataValue([0x004c: huge])),
             ])])),
             // A device outside /org/bluez, and one under an unknown interface only.
@@ -147,7 +165,7 @@ struct HostilePeerTests {
         let central = Self.central(fake, recorder)
         defer { central.close() }
         try await recorder.wait("poweredOn") { if case .state(.poweredOn) = $0 { return true }; return false }
-        central.scanForPeripherals(withServices: nil, options: [CBCentralManagerScanOptionAllowDuplicatesKey: true])
+        try await fake.startScan(central, allowDuplicates: true)
         // Every device "hears" an advertisement; then a well-formed newcomer proves the loop is alive.
         for suffix in ["C0_FF_EE_00_00_09", "BAD_TYPES", "NO_ADDRESS", "HUGE", "UNKNOWN"] {
             fake.emit(HostileBlueZ.device(suffix), "org.freedesktop.DBus.Properties", "PropertiesChanged",
@@ -178,7 +196,7 @@ struct HostilePeerTests {
         let central = Self.central(fake, recorder)
         defer { central.close() }
         try await recorder.wait("poweredOn") { if case .state(.poweredOn) = $0 { return true }; return false }
-        central.scanForPeripherals(withServices: nil)
+        try await fake.startScan(central)
         let device = HostileBlueZ.device("C0_FF_EE_00_00_09")
         let properties = "org.freedesktop.DBus.Properties"
         let manager = "org.freedesktop.DBus.ObjectManager"
@@ -194,8 +212,9 @@ struct HostilePeerTests {
         fake.emit(HostileBlueZ.adapter, properties, "PropertiesChanged", [.string("org.bluez.Adapter1"),
                                                                           BlueZShapes.propertyDictionary([("Powered", .string("off"))]),
                                                                           .array(element: .string, [])])
-        // A flood: 20,000 advertisements of the same device.
-        for index in 0..<20_000 {
+        // A flood: 2,000 advertisements of the same device (the fake shares the test's loop; the
+        // out-of-process flood of 20,000 is LoopStallBenchmark's).
+        for index in 0..<2_000 {
             fake.emit(device, properties, "PropertiesChanged", [.string("org.bluez.Device1"),
                                                                 BlueZShapes.propertyDictionary([("RSSI", .int16(Int16(-40 - index % 30)))]),
                                                                 .array(element: .string, [])])
@@ -220,7 +239,7 @@ struct HostilePeerTests {
         let central = Self.central(fake, recorder)
         defer { central.close() }
         try await recorder.wait("poweredOn") { if case .state(.poweredOn) = $0 { return true }; return false }
-        central.scanForPeripherals(withServices: nil)
+        try await fake.startScan(central)
         fake.emit(HostileBlueZ.device("C0_FF_EE_00_00_09"), "org.freedesktop.DBus.Properties", "PropertiesChanged",
                   [.string("org.bluez.Device1"), BlueZShapes.propertyDictionary([("RSSI", .int16(-45))]), .array(element: .string, [])])
         let found = try await recorder.wait("the device") { if case .discovered = $0 { return true }; return false }
