@@ -106,7 +106,7 @@ final class CoreCell {
     func run() async throws -> Outcome {
         bench = try await Bench.start([Matrix.spec(for: fault)], configuration: Matrix.configuration(fault)) { options in
             options.operationTimeout = .seconds(1)
-            options.connectTimeout = .seconds(5)
+            options.connectTimeout = .seconds(8)
             options.connectRetries = 2
             options.bluetoothdReturnTimeout = .seconds(60)
         }
@@ -454,7 +454,7 @@ final class DSLCell {
         } else if fault == .notificationsDropped {
             command = CollectCommand(cmdData: Data([0x02, 0x01]), packets: 1, timeOutInterval: 10)
         } else {
-            command = CollectCommand(cmdData: Data([0x02, 0x01]), packets: 1, timeOutInterval: 2)
+            command = CollectCommand(cmdData: Data([0x02, 0x01]), packets: 1, timeOutInterval: 5)
         }
         let writes = EventRecorder<Data>()
         simulator.peripheral(Logger.address)?.onWrite = { write, _ in writes.append(write.value) }
