@@ -4,7 +4,7 @@ SWIFT_BUILD_FLAGS ?=
 # Tests run serially within one process by default; Swift Testing parallelises across cores.
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: bootstrap build docs check-docs test test-tsan test-bluez demo bench bench-roundtrip clean
+.PHONY: bootstrap build docs check-docs test test-tsan test-sanitizers fuzz soak bench-stall test-bluez demo bench bench-roundtrip clean
 
 bootstrap:
 	@./scripts/bootstrap
@@ -28,6 +28,29 @@ test-bluez:
 
 test-tsan: bootstrap
 	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
+
+# Issue 16: the whole suite under ThreadSanitizer, then AddressSanitizer (leaks checked against
+# the reviewed list Tests/Sanitizers/lsan-suppressions.txt).
+test-sanitizers: bootstrap
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan $(SWIFT_BUILD_FLAGS)
+	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan $(SWIFT_BUILD_FLAGS)
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/lsan-suppressions.txt:print_suppressions=0 \
+		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan $(SWIFT_TEST_FLAGS)
+
+# How long a hostile org.bluez (huge replies, signal floods) blocks the loop; bounded, not a test.
+bench-stall: bootstrap
+	$(SWIFT) build -c release --product LoopStallBenchmark --scratch-path .build/bench $(SWIFT_BUILD_FLAGS)
+	$$($(SWIFT) build -c release --product LoopStallBenchmark --scratch-path .build/bench --show-bin-path)/LoopStallBenchmark
+
+# Each libFuzzer target for FUZZ_SECONDS (default 60); crashes land in Fuzz/Crashes/.
+fuzz: bootstrap
+	./Fuzz/run
+
+# 100,000 DSL commands and 1,000 reconnects with random faults; checks RSS, fds, rules, completions.
+soak: bootstrap
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	BLEKIT_SOAK=1 $(SWIFT) test --skip-build --filter SoakTests $(SWIFT_TEST_FLAGS)
 
 demo: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product blekit

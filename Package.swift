@@ -80,6 +80,9 @@ let package = Package(
                           path: "Benchmarks/RoundTripBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport", "BenchmarkSupport"],
                           path: "Benchmarks/BleDBusBenchmark"),
+        // Issue 16: how long a hostile org.bluez can block the loop (make bench-stall).
+        .executableTarget(name: "LoopStallBenchmark", dependencies: ["BleCore", "BleDBus", "BleTestSupport"],
+                          path: "Benchmarks/LoopStallBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
@@ -111,6 +114,11 @@ let package = Package(
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         // The pairing agent, pair() and bonds, against BleSim's agent calls on both sides.
         .testTarget(name: "PairingTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
+        // Issue 16: the fault matrix, hostile peers, bad input and the fuzzers' regression inputs.
+        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus", "BleFuzzTargets"]),
+        // The parsers libFuzzer drives (make fuzz); the driver replays inputs when built without -DBLEKIT_FUZZING.
+        .target(name: "BleFuzzTargets", dependencies: ["BleCore", "BleDBus", "BleDSL", "BleSim"], path: "Fuzz/Targets"),
+        .executableTarget(name: "blekit-fuzz", dependencies: ["BleFuzzTargets"], path: "Fuzz/Driver"),
     ],
     swiftLanguageModes: [.v6]
 )

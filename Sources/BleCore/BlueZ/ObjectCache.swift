@@ -134,7 +134,14 @@ final class ObjectCache {
             }
             guard var changed = try? BlueZShapes.propertyMap(message.body[1]),
                   let invalidated = message.body[2].as([String].self) else { return }
-            guard objects[path]?[interface] != nil else { return }
+            guard let known = objects[path]?[interface] else { return }
+            // BlueZ never changes a property's D-Bus type: a value of another type comes from a
+            // broken or hostile owner of the name, and would read as absent (Powered as the
+            // string "off" turned the adapter off). It is dropped; the last good value stays.
+            for (key, value) in changed where known[key].map({ $0.type != value.type }) ?? false {
+                BleLog.warning("\(path): \(interface).\(key) changed type to \(value.type.signature); ignored")
+                changed.removeValue(forKey: key)
+            }
             if interface == BlueZ.device, changed[BlueZ.Device1.servicesResolved] == true,
                !BlueZ.Device1.connected.isPresent(in: changed), objects[path]?[interface]?[BlueZ.Device1.connected] != true {
                 // bluetoothd 5.66 can miss Connected=true: when the ATT socket connects before the

@@ -86,29 +86,32 @@ extension CentralManager {
     }
 
     @BleLoop func considerDiscovery(_ path: ObjectPath) {
-        guard var request = scan, let cache, let properties = cache.properties(path, BlueZ.device),
+        // The scan's fields are read, not the whole request copied: a copy would share the set
+        // of reported addresses, and inserting would then copy it, once per discovery (O(n²)
+        // for a crowd of devices).
+        guard let services = scan.map(\.services), let options = scan?.options, let cache,
+              let properties = cache.properties(path, BlueZ.device),
               let address = properties[BlueZ.Device1.address], let peripheral = peripheralsByAddress[address] else { return }
         // Without RSSI the device was not heard in this discovery (RSSI is invalidated when it stops).
         guard let rssi = properties[ "RSSI"]?.as(Int16.self) else { return }
         let advertisement = Self.advertisement(from: properties)
-        if let services = request.services {
+        if let services {
             let offered = Set(advertisement.serviceUUIDs).union(advertisement.serviceData.keys)
             guard services.contains(where: offered.contains) else { return }
         }
-        if let threshold = request.options.rssiThreshold, Int(rssi) < threshold { return }
-        if let pattern = request.options.pattern {
+        if let threshold = options.rssiThreshold, Int(rssi) < threshold { return }
+        if let pattern = options.pattern {
             let name = advertisement.localName ?? ""
             guard address.uppercased().hasPrefix(pattern.uppercased()) || name.hasPrefix(pattern) else { return }
         }
-        if !request.options.allowDuplicates {
-            guard !request.reported.contains(address) else { return }
-            request.reported.insert(address)
-            scan = request
+        if !options.allowDuplicates {
+            guard scan?.reported.contains(address) == false else { return }
+            scan?.reported.insert(address)
         }
         emit { $0.centralManager(self, didDiscover: peripheral, advertisementData: advertisement, rssi: Int(rssi)) }
     }
 
-    static func advertisement(from properties: PropertyMap) -> AdvertisementData {
+    package static func advertisement(from properties: PropertyMap) -> AdvertisementData {
         let manufacturer = properties[BlueZ.Device1.manufacturerData] ?? [:]
         var serviceData: [BluetoothUUID: Data] = [:]
         let rawServiceData: [String: Data] = properties[BlueZ.Device1.serviceData] ?? [:]

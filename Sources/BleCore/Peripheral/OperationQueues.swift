@@ -18,6 +18,8 @@ final class GattOperation {
     let start: @BleLoop (GattOperation) -> Void
     private let completion: Completion
     var timer: LoopTimer?
+    /// Gives up the BlueZ call in flight, if any: called when the operation ends another way.
+    var abandonCall: (@BleLoop () -> Void)?
     private(set) var finished = false
     var started = false
 
@@ -34,7 +36,11 @@ final class GattOperation {
         finished = true
         timer?.cancel()
         timer = nil
+        let abandon = abandonCall
+        abandonCall = nil
         completion(result)
+        // After the completion: a cancelled call's own completion finds the operation finished.
+        abandon?()
     }
 
     /// Replaces the queue deadline with the operation's own, from now.
@@ -77,6 +83,9 @@ struct OperationQueues {
 
     /// Operations queued or running, for tests and diagnostics.
     var pendingCount: Int { queues.values.reduce(0) { $0 + $1.filter { !$0.finished }.count } }
+
+    /// Deadline timers still armed, for diagnostics.
+    var liveTimerCount: Int { queues.values.reduce(0) { $0 + $1.filter { $0.timer?.isActive == true }.count } }
 
     /// Removes every pending operation (queued or running) and returns them, for the caller to
     /// fail: finishing them in here would run their completions (which start the next
@@ -152,7 +161,8 @@ extension Peripheral {
     @BleLoop func call(_ operation: GattOperation, _ path: ObjectPath, _ interface: String, _ member: String,
                        _ arguments: [DBusValue] = [],
                        reply: @escaping @BleLoop ([DBusValue]) throws(BleError) -> Data? = { _ in nil }) {
-        session.call(path, interface, member, arguments, timeout: session.options.operationTimeout + .seconds(1)) { result in
+        operation.abandonCall = session.call(path, interface, member, arguments,
+                                             timeout: session.options.operationTimeout + .seconds(1)) { result in
             switch result {
             case .success(let body):
                 operation.finish(Result { () throws(BleError) in try reply(body) })
@@ -183,6 +193,15 @@ enum ReplyShape {
         guard mtu >= 23 else {
             Glibc.close(descriptor)
             throw .unexpectedReply(operation: operation, detail: "MTU \(mtu) is below the LE minimum of 23")
+        }
+        // bluetoothd hands over one end of a SOCK_SEQPACKET pair. Anything else (a pipe, a file,
+        // a stream socket from a hostile org.bluez) would never become readable, or would merge
+        // records: the subscription would look on and stay deaf.
+        var type: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_SEQPACKET.rawValue) else {
+            Glibc.close(descriptor)
+            throw .unexpectedReply(operation: operation, detail: "the file descriptor is not a SEQPACKET socket")
         }
         return (descriptor, mtu)
     }

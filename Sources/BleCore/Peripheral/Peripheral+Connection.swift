@@ -168,7 +168,11 @@ extension Peripheral {
         // The link's channels end with it; what the app asked for stays wanted and is re-armed
         // on the next link. bluetoothd that left took its sessions along: nothing to release.
         let release = error != .bluetoothRestarted && session.isOpen
+        // Writes without response still waiting for the socket or flow control never leave:
+        // say so (once per characteristic) instead of dropping them without a word.
+        let unsent = characteristicsByPath.values.filter { !$0.writer.backlog.isEmpty }
         for characteristic in characteristicsByPath.values { teardownCharacteristic(characteristic, releaseSession: release) }
+        for characteristic in unsent { emitWritten(characteristic, error: error ?? .disconnected) }
         if wasUp {
             for observer in loopObservers.compactMap(\.value) { observer.peripheral(self, didLoseLink: error) }
         }

@@ -52,7 +52,8 @@ extension Peripheral {
     }
 
     @BleLoop private func acquireNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation) {
-        session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireNotify", [BlueZShapes.propertyDictionary([])]) {
+        operation.abandonCall = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireNotify",
+                                             [BlueZShapes.propertyDictionary([])]) {
             [weak self] result in
             guard let self else { return }
             let acquired = result.flatMap { body in
@@ -81,7 +82,7 @@ extension Peripheral {
     /// `operation` is nil for the fallback after an AcquireNotify socket closed on a live link.
     @BleLoop private func startNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation?) {
         characteristic.holdsStartSession = true
-        session.call(characteristic.path, BlueZ.gattCharacteristic, "StartNotify") { [weak self] result in
+        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, "StartNotify") { [weak self] result in
             guard let self else { return }
             // A reply for an ended subscription changes nothing: link loss released the
             // session (StopNotify, sent after this call, so bluetoothd handles it after).
@@ -107,6 +108,7 @@ extension Peripheral {
                 }
             }
         }
+        operation?.abandonCall = abandon
     }
 
     @BleLoop func adoptNotifySocket(_ descriptor: Int32, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
@@ -243,7 +245,10 @@ extension Peripheral {
         characteristic.signalsDuringRead.removeAll()
         if case .acquired(let descriptor) = characteristic.writer.mode { Glibc.close(descriptor) }
         characteristic.writer.writableWatch?.cancel()
+        let abandon = characteristic.writer.abandonAcquire
         characteristic.writer = WriteChannel()
+        // After the reset: the abandoned call's completion then finds nothing to pump.
+        abandon?()
     }
 }
 

@@ -160,8 +160,9 @@ extension Peripheral {
     @BleLoop private func acquireWrite(_ characteristic: Characteristic) {
 
         characteristic.writer.mode = .acquiring
-        session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [BlueZShapes.propertyDictionary([])]) {
+        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [BlueZShapes.propertyDictionary([])]) {
             [weak self] result in
+            characteristic.writer.abandonAcquire = nil
             let acquired = result.flatMap { body in
                 Result { () throws(BleError) in try ReplyShape.acquired(body, operation: "AcquireWrite") }
             }
@@ -179,6 +180,7 @@ extension Peripheral {
             }
             self.pump(characteristic)
         }
+        if case .acquiring = characteristic.writer.mode { characteristic.writer.abandonAcquire = abandon }
     }
 
     @BleLoop func pump(_ characteristic: Characteristic) {

@@ -21,6 +21,8 @@ struct WriteChannel {
     var commandInFlight = false
     /// Waits for the socket to become writable after EAGAIN.
     var writableWatch: FileDescriptorWatch?
+    /// Gives up an `AcquireWrite` still in flight when the link's channel is torn down.
+    var abandonAcquire: (@BleLoop () -> Void)?
 
     var isBusy: Bool { !backlog.isEmpty || commandInFlight }
 }

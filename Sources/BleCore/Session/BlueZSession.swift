@@ -39,6 +39,8 @@ final class BlueZSession {
     /// GATT object paths already routed once: the next event of the same characteristic finds
     /// its peripheral with one lookup, without building its device path again.
     private var attributeRoutes: [ObjectPath: Peripheral] = [:]
+    /// The path each routed peripheral is registered under.
+    private var routedPaths: [ObjectIdentifier: ObjectPath] = [:]
 
     nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue) {
         self.options = options
@@ -125,6 +127,7 @@ final class BlueZSession {
         let peripherals = Array(routes.values)
         for peripheral in peripherals { peripheral.sessionClosed(reason) }
         routes.removeAll()
+        routedPaths.removeAll()
         attributeRoutes.removeAll()
         connection?.close()
     }
@@ -139,10 +142,14 @@ final class BlueZSession {
 
     /// Makes `peripheral` receive the events of the device at `path` and below.
     func route(_ path: ObjectPath, to peripheral: Peripheral) {
-        for (existing, registered) in routes where registered === peripheral && existing != path {
+        // The reverse map finds the peripheral's old path in one lookup: scanning every route
+        // per device made loading a crowd of devices quadratic (seconds for 5,000).
+        let key = ObjectIdentifier(peripheral)
+        if let existing = routedPaths[key], existing != path, routes[existing] === peripheral {
             routes.removeValue(forKey: existing)
         }
         routes[path] = peripheral
+        routedPaths[key] = path
         attributeRoutes.removeAll()
     }
 
@@ -199,19 +206,22 @@ final class BlueZSession {
     /// Calls a BlueZ method; `completion` runs on the loop with the reply body or a mapped error.
     /// The D-Bus deadline defaults to the operation deadline plus a second, so the operation's
     /// own timer (which names the operation) fires first.
+    /// Returns a closure that abandons the call (see `Connection.abandonCall`), nil when none was sent.
+    @discardableResult
     func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
               timeout: Duration? = nil, address: String? = nil,
-              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) {
-        if let reason = closedReason { return completion(.failure(reason)) }
-        guard let connection, connection.isOpen else { return completion(.failure(.noBus("not connected to the bus"))) }
-        guard cache?.owner != nil else { return completion(.failure(.bluetoothRestarted)) }
+              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) -> (@BleLoop () -> Void)? {
+        if let reason = closedReason { completion(.failure(reason)); return nil }
+        guard let connection, connection.isOpen else { completion(.failure(.noBus("not connected to the bus"))); return nil }
+        guard cache?.owner != nil else { completion(.failure(.bluetoothRestarted)); return nil }
         BleLog.debug("call \(interface).\(member) \(path)")
         // Sent before this returns: no hop, and nothing the caller sends next can overtake it.
-        connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
+        let id = connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
                               timeout: timeout ?? options.operationTimeout + .seconds(1)) { result in
             let mapped = result.mapError { BleError.from($0, operation: member, address: address) }
             if case .failure(let error) = mapped { BleLog.debug("\(member) \(path) failed: \(error)") }
             completion(mapped)
         }
+        return { [weak connection] in connection?.abandonCall(id) }
     }
 }

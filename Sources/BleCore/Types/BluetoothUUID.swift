@@ -56,12 +56,17 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
     public init(parsing text: String) throws(ParseError) {
         var hex = text.trimmingCharacters(in: .whitespaces).lowercased()
         if hex.hasPrefix("0x") { hex.removeFirst(2) }
-        let isHex: (String) -> Bool = { !$0.isEmpty && $0.allSatisfy(\.isHexDigit) }
+        // ASCII only: `Character.isHexDigit` also accepts full-width digits (１８０ｄ), which
+        // the integer parsers refuse; that mismatch trapped on outside text (found by
+        // BadInputTests, kept in Fuzz/Regressions/uuid).
+        let isHex: (String) -> Bool = { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isHexDigit } }
         switch hex.count {
         case 4 where isHex(hex):
-            self.init(UInt16(hex, radix: 16)!)
+            guard let value = UInt16(hex, radix: 16) else { throw ParseError(text: text) }
+            self.init(value)
         case 8 where isHex(hex):
-            self.init(UInt32(hex, radix: 16)!)
+            guard let value = UInt32(hex, radix: 16) else { throw ParseError(text: text) }
+            self.init(value)
         case 36:
             let groups = hex.split(separator: "-", omittingEmptySubsequences: false)
             guard groups.map(\.count) == [8, 4, 4, 4, 12], groups.allSatisfy({ isHex(String($0)) }) else {
@@ -70,7 +75,8 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
             let digits = Array(groups.joined())
             var result: [UInt8] = []
             for index in stride(from: 0, to: 32, by: 2) {
-                result.append(UInt8(String(digits[index..<index + 2]), radix: 16)!)
+                guard let byte = UInt8(String(digits[index..<index + 2]), radix: 16) else { throw ParseError(text: text) }
+                result.append(byte)
             }
             self.init(bytes128: result)
         default:

@@ -288,14 +288,24 @@ public final class Connection {
     /// Starts a call at once, for code already on the loop: the message is sent before this
     /// returns, so nothing sent afterwards can overtake it. `completion` runs on the loop (at
     /// once if the connection is closed).
+    /// Returns the call's id, for `abandonCall`.
+    @discardableResult
     package func callAtOnce(destination: String?, path: ObjectPath, interface: String?, member: String,
                     arguments: [DBusValue] = [], timeout: Duration? = nil,
-                    completion: @escaping @BleLoop (Result<[DBusValue], DBusError>) -> Void) {
+                    completion: @escaping @BleLoop (Result<[DBusValue], DBusError>) -> Void) -> UInt64 {
         let message = DBusMessage.methodCall(destination: destination, path: path, interface: interface,
                                              member: member, body: arguments)
         let id = nextCallID
         nextCallID += 1
         start(message, id: id, timeout: timeout) { completion($0.map(\.body)) }
+        return id
+    }
+
+    /// Stops waiting for the reply of call `id` (its completion runs with `.cancelled`; a late
+    /// reply is dropped): an operation that already ended another way gives back its slot
+    /// among the `maximumPendingCalls` at once, not at the bus deadline. No-op once it ended.
+    package func abandonCall(_ id: UInt64) {
+        cancelCall(id: id)
     }
 
     private func start(_ message: DBusMessage, id: UInt64, timeout: Duration?,
@@ -400,6 +410,13 @@ public final class Connection {
 
     /// The number of calls awaiting a reply or waiting to be sent.
     public var outstandingCallCount: Int { callsByID.count }
+
+    /// What the connection holds now (calls, subscriptions, rules, timers), for leak checks.
+    public var diagnostics: ConnectionDiagnostics {
+        ConnectionDiagnostics(pendingCalls: callsByID.count, signalSubscriptions: signals.subscriptionCount,
+                              matchRules: signals.busRuleCount, nameWatchers: signals.nameWatcherCount,
+                              timers: deadlineTimer?.isActive == true ? 1 : 0)
+    }
 
     // MARK: Lifetime
 

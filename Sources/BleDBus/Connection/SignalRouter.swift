@@ -70,6 +70,10 @@ public final class SignalRouter {
 
     /// The number of bus match rules this connection holds.
     public var busRuleCount: Int { ruleCounts.count }
+    /// The number of live signal subscriptions.
+    public var subscriptionCount: Int { subscriptions.count }
+    /// The number of live name-owner watchers.
+    public var nameWatcherCount: Int { nameWatchers.values.reduce(0) { $0 + $1.count } }
 
     private func retainRule(_ rule: String) {
         let count = ruleCounts[rule, default: 0]

@@ -159,16 +159,10 @@ final class Engine: PeripheralLoopObserver {
         lengths.reset()
         let maximum = peripheral.writeLimit(for: type)
         if let mtu = lengths as? MTUPeripheralCommandLength { mtu.maximum = maximum }
-        var chunks: [Data] = []
-        var rest = command.option.cmdData[...]
-        while !rest.isEmpty {
-            let length = lengths.currentLength()
-            guard length > 0 else { return end(command, .failure(PeripheralCommandError.invalidChunkLength(length))) }
-            if length > maximum, rest.count > maximum {
-                return end(command, .failure(PeripheralCommandError.chunkTooLong(length: length, maximum: maximum)))
-            }
-            chunks.append(Data(rest.prefix(length)))
-            rest = rest.dropFirst(length)
+        let chunks: [Data]
+        switch CommandChunker.chunks(of: command.option.cmdData, lengths: lengths, maximum: maximum) {
+        case .success(let cut): chunks = cut
+        case .failure(let error): return end(command, .failure(error))
         }
         command.state = .writing(chunks: chunks, next: 0, awaitingAck: false, buffer: [])
         restartTimer(command)

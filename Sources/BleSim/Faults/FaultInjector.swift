@@ -32,6 +32,9 @@ public final class FaultInjector {
         case dropEvery(Int)
         /// Every notification arrives twice.
         case duplicate
+        /// Notifications arrive in swapped pairs: each odd one is held back and sent after the
+        /// next (a controller that reorders, or two bearers racing).
+        case reorderPairs
     }
 
     struct Counted<Value> {
@@ -51,6 +54,7 @@ public final class FaultInjector {
     private var linkLossPackets: [String: Int] = [:]
     private var notificationFaults: [String: NotificationFault] = [:]
     private var notificationCounters: [String: Int] = [:]
+    private var heldNotifications: [String: Data] = [:]
     private var attErrors: [String: Counted<AttError>] = [:]
     private var silentMethods: [String: Counted<Void>] = [:]
     private var wrongShapeReplies: [String: Counted<[DBusValue]>] = [:]
@@ -123,6 +127,7 @@ public final class FaultInjector {
         connectFailures.removeAll()
         linkLossPackets.removeAll()
         notificationFaults.removeAll()
+        heldNotifications.removeAll()
         attErrors.removeAll()
         silentMethods.removeAll()
         wrongShapeReplies.removeAll()
@@ -147,6 +152,12 @@ public final class FaultInjector {
         switch notificationFaults[address.uppercased()] {
         case .none: return [value]
         case .duplicate: return [value, value]
+        case .reorderPairs:
+            guard let held = heldNotifications.removeValue(forKey: address.uppercased()) else {
+                heldNotifications[address.uppercased()] = value
+                return []
+            }
+            return [value, held]
         case .dropEvery(let n):
             let count = (notificationCounters[address.uppercased()] ?? 0) + 1
             notificationCounters[address.uppercased()] = count

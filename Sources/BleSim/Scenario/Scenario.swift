@@ -29,6 +29,7 @@ public struct Scenario: Sendable, Decodable {
         /// `{"attError": ADDRESS, "characteristic": UUID, "operation": "read|write", "code": 14, "times": N}`
         case attError(address: String, characteristic: String, operation: FaultInjector.Operation, code: UInt8, times: Int?)
         /// `{"notifications": ADDRESS, "dropEvery": N}` or `{"notifications": ADDRESS, "duplicate": true}`
+        /// or `{"notifications": ADDRESS, "reorder": true}`
         case notifications(address: String, fault: FaultInjector.NotificationFault)
         /// `{"neverReply": MEMBER, "times": N}`
         case neverReply(member: String, times: Int?)
@@ -37,7 +38,7 @@ public struct Scenario: Sendable, Decodable {
 
         private enum Keys: String, CodingKey {
             case connect, failure, times, linkLoss, afterPackets, attError, characteristic, operation, code
-            case notifications, dropEvery, duplicate, neverReply, accessDenied
+            case notifications, dropEvery, duplicate, reorder, neverReply, accessDenied
         }
 
         /// Reads one fault; an unknown shape is an error naming the accepted keys.
@@ -66,9 +67,11 @@ public struct Scenario: Sendable, Decodable {
                     self = .notifications(address: checked, fault: .dropEvery(every))
                 } else if try container.decodeIfPresent(Bool.self, forKey: .duplicate) == true {
                     self = .notifications(address: checked, fault: .duplicate)
+                } else if try container.decodeIfPresent(Bool.self, forKey: .reorder) == true {
+                    self = .notifications(address: checked, fault: .reorderPairs)
                 } else {
                     throw DecodingError.dataCorruptedError(forKey: .notifications, in: container,
-                                                           debugDescription: "a notifications fault needs dropEvery or duplicate")
+                                                           debugDescription: "a notifications fault needs dropEvery, duplicate or reorder")
                 }
             } else if let member = try container.decodeIfPresent(String.self, forKey: .neverReply) {
                 self = .neverReply(member: member, times: try container.decodeIfPresent(Int.self, forKey: .times))
@@ -146,7 +149,7 @@ public struct Scenario: Sendable, Decodable {
         do {
             return try JSONDecoder().decode(Scenario.self, from: data)
         } catch let error as DecodingError {
-            throw .invalid(path: name, detail: describe(error))
+            throw .invalid(path: name, detail: describe(error, in: data))
         } catch {
             throw .invalid(path: name, detail: "\(error)")
         }
@@ -179,10 +182,16 @@ public struct Scenario: Sendable, Decodable {
         return text.uppercased()
     }
 
-    private static func describe(_ error: DecodingError) -> String {
+    /// `line N, field.path: what`; syntax errors carry JSONSerialization's own position.
+    private static func describe(_ error: DecodingError, in data: Data) -> String {
         func path(_ context: DecodingError.Context) -> String {
             let text = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            return text.isEmpty ? "top level" : String(text.drop { $0 == "." })
+            let field = text.isEmpty ? "top level" : String(text.drop { $0 == "." })
+            guard !context.codingPath.isEmpty, let line = JSONLocator.line(of: context.codingPath, in: data) else { return field }
+            return "line \(line), \(field)"
+        }
+        if case .dataCorrupted(let context) = error, context.codingPath.isEmpty, let syntax = syntaxError(in: data) {
+            return syntax
         }
         switch error {
         case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
@@ -190,6 +199,21 @@ public struct Scenario: Sendable, Decodable {
         case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
         case .valueNotFound(let type, let context): return "\(path(context)): expected a \(type) value"
         @unknown default: return "\(error)"
+        }
+    }
+
+    /// JSONDecoder says only "not valid JSON"; JSONSerialization names the character offset,
+    /// turned here into a line.
+    private static func syntaxError(in data: Data) -> String? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            return nil
+        } catch {
+            let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
+            guard let range = detail.range(of: "character "),
+                  let offset = Int(detail[range.upperBound...].prefix { $0.isNumber }) else { return "not valid JSON: \(detail)" }
+            let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+            return "line \(line): not valid JSON: \(detail)"
         }
     }
 

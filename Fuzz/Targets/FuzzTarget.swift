@@ -1,0 +1,129 @@
+import BleCore
+import BleDBus
+import BleDSL
+import BleSim
+import Foundation
+
+/// The inputs from outside that BleKit parses, each as one libFuzzer target: bytes in, and
+/// either a typed error or a value out — never a crash, a hang or a broken invariant.
+///
+/// `make fuzz` runs each under libFuzzer and AddressSanitizer; the inputs that once crashed
+/// are kept under Fuzz/Regressions/<target>/ and replayed by BleReliabilityTests in `make test`.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// A D-Bus message from the bus (libdbus's wire format), then BlueZ's typed shapes.
+    case dbusMessage = "dbus-message"
+    /// An advertisement as BlueZ reports it: a property map of a `Device1`.
+    case advertisement
+    /// The DSL engine cutting a command into packets by a length protocol.
+    case commandChunks = "command-chunks"
+    /// A BleSim scenario file.
+    case scenario
+    /// A UUID string from outside.
+    case uuid
+
+    /// Runs one input; a broken invariant traps, which libFuzzer reports as a crash.
+    public func run(_ data: Data) {
+        switch self {
+        case .dbusMessage: Self.dbusMessage(data)
+        case .advertisement: Self.advertisement(data)
+        case .commandChunks: Self.commandChunks(data)
+        case .scenario: _ = try? JSONDecoder().decode(Scenario.self, from: data)
+        case .uuid: Self.uuid(data)
+        }
+    }
+
+    static func dbusMessage(_ data: Data) {
+        guard let message = try? DBusMessage(wireBytes: data) else { return }
+        _ = message.description
+        for value in message.body {
+            _ = value.description
+            _ = try? BlueZShapes.propertyMap(value)
+            _ = try? BlueZShapes.interfaceMap(value)
+            _ = try? BlueZShapes.managedObjects(value)
+            _ = try? BlueZShapes.manufacturerData(value)
+            _ = try? BlueZShapes.serviceData(value)
+        }
+        // What decodes must encode again (the bytes of a reply BleKit would send back).
+        _ = try? message.wireBytes()
+    }
+
+    static func advertisement(_ data: Data) {
+        guard let message = try? DBusMessage(wireBytes: data) else { return }
+        for value in message.body {
+            guard let properties = try? BlueZShapes.propertyMap(value) else { continue }
+            let advertisement = CentralManager.advertisement(from: properties)
+            _ = advertisement.dictionary
+        }
+    }
+
+    /// The first three bytes choose the protocol (first length, later length, maximum).
+    static func commandChunks(_ data: Data) {
+        guard data.count >= 3 else { return }
+        let bytes = [UInt8](data)
+        let first = Int(Int8(bitPattern: bytes[0]))
+        let then = Int(Int8(bitPattern: bytes[1]))
+        let maximum = max(1, Int(bytes[2]))
+        let payload = Data(bytes.dropFirst(3))
+        let lengths: PeripheralCommandLengthProtocol = first == 0 ? DefaultPeripheralCommandLength(length: then)
+            : FirstPeripheralCommandLength(first: first, then: then)
+        lengths.reset()
+        switch CommandChunker.chunks(of: payload, lengths: lengths, maximum: maximum) {
+        case .success(let chunks):
+            precondition(chunks.reduce(Data(), +) == payload, "chunks do not add up to the command")
+            precondition(chunks.allSatisfy { !$0.isEmpty }, "an empty chunk")
+            precondition(payload.count <= maximum || chunks.allSatisfy { $0.count <= maximum }, "a chunk over the maximum")
+        case .failure: break
+        }
+    }
+
+    static func uuid(_ data: Data) {
+        let text = String(decoding: data, as: UTF8.self)
+        guard let uuid = BluetoothUUID(text) else { return }
+        // A parsed UUID's own spellings parse back to it.
+        precondition(BluetoothUUID(uuid.uuidString128) == uuid, "128-bit form does not round-trip")
+        precondition(BluetoothUUID(uuid.uuidString) == uuid, "short form does not round-trip")
+    }
+}
+
+extension FuzzTarget {
+    /// Well-formed inputs to start from: libdbus refuses nearly every random byte string, so
+    /// without them the fuzzer never reaches BleKit's decoding.
+    public var seeds: [Data] {
+        switch self {
+        case .dbusMessage, .advertisement: return Self.messageSeeds
+        case .commandChunks: return [Data([0, 20, 20]) + Data(count: 64), Data([3, 5, 20]) + Data(count: 17), Data([0, 1, 1, 9])]
+        case .scenario:
+            return [Data(#"{"adapters": [{"name": "hci0", "address": "00:AA:01:00:00:00"}], "temporaryTimeout": 30, "peripherals": [{"address": "C0:FF:EE:00:00:01", "name": "x", "rssi": -50, "mtu": 185, "manufacturerData": {"76": "0102"}, "services": [{"uuid": "180d", "characteristics": [{"uuid": "2a37", "flags": ["read", "notify"], "value": "00"}]}], "rules": [{"on": {"write": "2a37", "prefix": "01"}, "then": [{"notify": "2a37", "value": "02"}]}]}], "faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "abortByLocal", "times": 1}, {"notifications": "C0:FF:EE:00:00:01", "dropEvery": 2}]}"#.utf8)]
+        case .uuid: return ["180d", "0000180d-0000-1000-8000-00805f9b34fb", "0x2A37", "12345678", "6e400001-b5a3-f393-e0a9-e50e24dcca9e"].map { Data($0.utf8) }
+        }
+    }
+
+    static var messageSeeds: [Data] {
+        let device: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_00_01"
+        let properties = BlueZShapes.propertyDictionary([
+            ("Address", .string("C0:FF:EE:00:00:01")), ("Name", .string("seed")), ("RSSI", .int16(-50)),
+            ("UUIDs", .array(element: .string, [.string("0000180d-0000-1000-8000-00805f9b34fb")])),
+            ("ManufacturerData", BlueZShapes.manufacturerDataValue([0x004c: Data([1, 2, 3])])),
+            ("ServiceData", BlueZShapes.serviceDataValue(["0000180d-0000-1000-8000-00805f9b34fb": Data([9])])),
+            ("TxPower", .int16(4)), ("Connected", .boolean(false)),
+        ])
+        let interfaces = DBusValue.dictionary(key: .string, value: .dictionary(key: .string, value: .variant),
+                                              [DBusDictionaryEntry(key: .string("org.bluez.Device1"), value: properties)])
+        let messages: [DBusMessage] = [
+            .signal(path: device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                    body: [.string("org.bluez.Device1"), properties, .array(element: .string, [.string("RSSI")])]),
+            .signal(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
+                    body: [.objectPath(device), interfaces]),
+            .signal(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                    body: [.objectPath(device), .array(element: .string, [.string("org.bluez.Device1")])]),
+            .signal(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "Managed",
+                    body: [.dictionary(key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
+                                       [DBusDictionaryEntry(key: .objectPath(device), value: interfaces)])]),
+        ]
+        return messages.compactMap { message in
+            var numbered = message
+            numbered.serial = 1
+            return try? numbered.wireBytes()
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import Foundation
+
+/// Cuts a command into the packets its length protocol asks for, before the engine writes them.
+package enum CommandChunker {
+    /// A length of zero or less, or one past `maximum` while more than `maximum` bytes remain,
+    /// is an error: a protocol that never advances would otherwise loop forever.
+    package static func chunks(of data: Data, lengths: PeripheralCommandLengthProtocol,
+                               maximum: Int) -> Result<[Data], PeripheralCommandError> {
+        var chunks: [Data] = []
+        var rest = data[...]
+        while !rest.isEmpty {
+            let length = lengths.currentLength()
+            guard length > 0 else { return .failure(.invalidChunkLength(length)) }
+            if length > maximum, rest.count > maximum { return .failure(.chunkTooLong(length: length, maximum: maximum)) }
+            chunks.append(Data(rest.prefix(length)))
+            rest = rest.dropFirst(length)
+        }
+        return .success(chunks)
+    }
+}
