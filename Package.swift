@@ -63,7 +63,7 @@ let package = Package(
                           path: "Benchmarks/SimulatorBenchmark"),
         // Spawning and reading the C baselines, shared by the benchmarks.
         .target(name: "BenchmarkSupport", path: "Benchmarks/Support"),
-        .executableTarget(name: "RoundTripBenchmark", dependencies: ["BleCore", "BleDBus", "BleSim", "BleTestSupport", "BenchmarkSupport"],
+        .executableTarget(name: "RoundTripBenchmark", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport", "BenchmarkSupport"],
                           path: "Benchmarks/RoundTripBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport", "BenchmarkSupport"],
                           path: "Benchmarks/BleDBusBenchmark"),
