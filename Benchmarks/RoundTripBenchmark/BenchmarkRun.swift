@@ -17,12 +17,23 @@ struct RunOptions {
     var cBinary: String?
     var bleakScript: String?
     var python = "/usr/bin/python3"
+    var bleakScanScript: String?
+    /// Crowd sizes of the scan measure (empty: skipped), rounds of it, seconds of steady scanning.
+    var scanSizes = [100, 1000, 10_000]
+    var scanRounds = 3
+    var scanWindow = 3.0
+    var restarts = 3
+    /// Round trips of the memory measure (RSS after 10,000 against after this many; 0: skipped).
+    var memoryCommands = 100_000
 
     static let usage = """
     usage: RoundTripBenchmark run --c-binary PATH [--bleak-script PATH --python PATH] [--rounds R]
              [--calls N] [--warmup W] [--notifications K] [--ingest-warmup KW] [--responses M] [--modes signal,acquire,...]
            RoundTripBenchmark serve [same options]       (bus + BleSim only, for profiling a client by hand)
+             [--bleak-scan-script PATH] [--scan-sizes 100,1000,10000|none] [--scan-rounds R] [--scan-window S]
+             [--restarts N] [--memory-commands N (0: skip; 10000 is the first sample)]
            RoundTripBenchmark client MODE COUNT WARMUP   (the BleCore client; the run starts it)
+           RoundTripBenchmark scan-client EXPECTED WINDOW | restart-client | memory-client COUNT CHECKPOINT
     """
 
     init(_ arguments: ArraySlice<String>) throws(ClientFailure) {
@@ -43,6 +54,12 @@ struct RunOptions {
             case "--c-binary": cBinary = value
             case "--bleak-script": bleakScript = value.isEmpty ? nil : value
             case "--python": python = value
+            case "--bleak-scan-script": bleakScanScript = value.isEmpty ? nil : value
+            case "--scan-sizes": scanSizes = value.isEmpty || value == "none" ? [] : value.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+            case "--scan-rounds": scanRounds = max(1, try number())
+            case "--scan-window": scanWindow = Double(max(1, try number()))
+            case "--restarts": restarts = try number()
+            case "--memory-commands": memoryCommands = try number()
             case "--modes":
                 var modes: [ClientMode] = []
                 for name in value.split(separator: ",") {
@@ -95,18 +112,27 @@ final class BenchmarkRun {
         // Children inherit this process's environment: their system bus is the private one.
         setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1)
         let scenarioText = BenchmarkScenario.json(burst: options.notifications, warmupBurst: options.ingestWarmup)
-        let simulator = try await Self.startSimulator(scenarioText, bus.busAddress)
+        var simulator = try await Self.startSimulator(scenarioText, bus.busAddress)
+        var sections: [String] = []
         do {
-            try await measure(bus: bus)
+            if !options.modes.isEmpty { try await measure(bus: bus) }
+            sections.append(report())
+            if options.restarts > 0 {
+                let (text, last) = try await measureRestarts(simulator: simulator, scenarioText: scenarioText, bus: bus)
+                simulator = last
+                sections.append(text)
+            }
+            if options.memoryCommands > 0 { sections.append(try measureMemory()) }
         } catch {
             await Self.stop(simulator)
             throw error
         }
         await Self.stop(simulator)
-        return report()
+        if !options.scanSizes.isEmpty { sections.append(try await measureScan(bus: bus)) }
+        return sections.joined(separator: "\n\n")
     }
 
-    @BleLoop private static func stop(_ simulator: Simulator) { simulator.stop(.kill) }
+    @BleLoop static func stop(_ simulator: Simulator) { simulator.stop(.kill) }
 
     /// For profiling a client by hand: starts the bus and BleSim, prints the environment and the
     /// client command lines, and serves until stdin closes.
@@ -187,7 +213,7 @@ final class BenchmarkRun {
         }
     }
 
-    @BleLoop private static func startSimulator(_ text: String, _ bus: BusAddress) async throws -> Simulator {
+    @BleLoop static func startSimulator(_ text: String, _ bus: BusAddress) async throws -> Simulator {
         let scenario = try Scenario.parse(Data(text.utf8), name: "round-trip")
         let simulator = scenario.makeSimulator()
         try await simulator.start(on: bus)

@@ -50,10 +50,15 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
     /// The BleDSL modes' driver, once subscribed.
     private var engineDriver: EngineDriver?
 
-    nonisolated init(mode: ClientMode, count: Int, warmup: Int) {
+    /// Round-trip counts after which the resident set is sampled (the memory measure).
+    private nonisolated let residentCheckpoints: Set<Int>
+    private var residentAt: [Int: Int] = [:]
+
+    nonisolated init(mode: ClientMode, count: Int, warmup: Int, residentCheckpoints: Set<Int> = []) {
         self.mode = mode
         self.count = count
         self.warmup = warmup
+        self.residentCheckpoints = residentCheckpoints
     }
 
     /// Runs to completion (or `timeout`) and returns the `ops=… seconds=… cpu_seconds=…` line.
@@ -82,8 +87,9 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
         let wall = (end ?? ContinuousClock.now) - startWall
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
         watchdog?.cancel()
+        let resident = residentAt.keys.sorted().map { " rss_at_\($0)=\(residentAt[$0] ?? 0)" }.joined()
         finish(.success(String(format: "ops=%d seconds=%.6f cpu_seconds=%.6f lost=%d", operations ?? count, seconds, cpu, lost)
-                        + latencyFields(latencies)))
+                        + latencyFields(residentCheckpoints.isEmpty ? latencies : []) + resident))
     }
 
     // MARK: Setup (not measured)
@@ -169,8 +175,9 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
 
     private func roundTripHalfDone() {
         guard replied && notified else { return }
-        if index >= warmup { latencies.append(microseconds(ContinuousClock.now - sentAt)) }
+        if index >= warmup && residentCheckpoints.isEmpty { latencies.append(microseconds(ContinuousClock.now - sentAt)) }
         index += 1
+        if residentCheckpoints.contains(index - warmup) { residentAt[index - warmup] = residentBytes() }
         if index == warmup { startMeasuring() }
         if index == warmup + count { return stopMeasuring() }
         sendNext()
