@@ -68,6 +68,8 @@ let package = Package(
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport", "BenchmarkSupport"],
                           path: "Benchmarks/BleDBusBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
+        // The benchmark lane's hot-path shortcuts against the general code they bypass.
+        .testTarget(name: "HotPathTests", dependencies: ["BleDBus"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
         .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleDBus"], exclude: ["Parity"]),
