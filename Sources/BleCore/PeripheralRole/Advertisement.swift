@@ -90,9 +90,6 @@ public struct Advertisement: Sendable, Equatable {
     public var layout: AdvertisingLayout { AdvertisingLayout(self) }
 }
 
-/// `CBAdvertisementDataSolicitedServiceUUIDsKey`
-public let CBAdvertisementDataSolicitedServiceUUIDsKey = "kCBAdvDataSolicitedServiceUUIDs"
-
 /// How an advertisement fills the 31 bytes of a legacy advertising PDU and its scan response.
 public struct AdvertisingLayout: Sendable, Equatable {
     /// Bytes in the advertising PDU (flags included).
