@@ -119,11 +119,14 @@ extension PeripheralDevice {
                                  completion: @escaping (Result<Data, Error>) -> Void) -> CommandToken {
             let token = engine.makeToken()
             let done: Completion = { result in completion(result.map { $0.reduce(Data(), +) }) }
-            let box = UncheckedSendable((done, peripheral, readCharacteristic))
+            // Everything in the box, read by member: destructuring the tuple here crashes the
+            // Swift 6.3.1 optimizer (CopyPropagation's ownership verifier) in release builds.
+            let box = UncheckedSendable(ReadRequest(done: done, peripheral: peripheral, read: readCharacteristic, characteristic: characteristic,
+                                                    descriptor: descriptor, timeout: timeout, id: token.id))
             LoopHop.run { [engine] in
-                let (done, peripheral, read) = box.value
-                engine.enqueueRead(id: token.id, peripheral: peripheral, characteristic: characteristic, descriptor: descriptor,
-                                   fallback: read, timeout: timeout, completion: done)
+                let request = box.value
+                engine.enqueueRead(id: request.id, peripheral: request.peripheral, characteristic: request.characteristic,
+                                   descriptor: request.descriptor, fallback: request.read, timeout: request.timeout, completion: request.done)
             }
             return token
         }
@@ -163,6 +166,17 @@ extension PeripheralDevice {
         /// Number of commands queued or running (streams excluded), for diagnostics and tests.
         @BleLoop public var pendingCommandCount: Int { engine.pendingCount }
     }
+}
+
+/// A queued read's arguments, carried to the loop together.
+private struct ReadRequest {
+    let done: PeripheralDevice.DeviceCharacteristicValue.Completion
+    let peripheral: Peripheral?
+    let read: BleCore.Characteristic?
+    let characteristic: BluetoothUUID?
+    let descriptor: BluetoothUUID?
+    let timeout: TimeInterval
+    let id: UInt64
 }
 
 /// A value that crosses to the loop thread where it is used exclusively.
