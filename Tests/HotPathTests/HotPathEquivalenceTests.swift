@@ -31,7 +31,7 @@ import Testing
     }
 
     @Test func otherSignaturesStillDecodeAsBefore() throws {
-        let body: [DBusValue] = [.string("org.bluez.GattCharacteristic1"), properties([("Value", .bytes(Data([9])))])]
+        let body: [DBusValue] = [.string("org.bluez.GattCharacteristic1"), Self.properties([("Value", .bytes(Data([9])))])]
         #expect(try Self.roundTrip(body) == body)
     }
 

@@ -14,6 +14,7 @@ enum CommandRegistry {
         SimCommand.self,
         DemoCommand.self,
         GatewayCommand.self,
+        BenchCommand.self,
     ]
 
     /// blekit's version, printed by `--version`.
