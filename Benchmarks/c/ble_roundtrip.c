@@ -18,7 +18,7 @@
  *                   notifications as fast as it can; they are counted as PropertiesChanged signals.
  *   ingest-acquire  The same, counted as packets on the AcquireNotify socket. A reader slower
  *                   than the simulator loses packets there, as with bluetoothd: the burst ends
- *                   after 1 s without a packet and the missing ones are printed as lost=N.
+ *                   after 2 s without a packet and the missing ones are printed as lost=N.
  * WARMUP unmeasured round trips (ingest: one burst of WARMUP notifications, triggered by 0xfe)
  * come first. Prints "ops=N seconds=S cpu_seconds=C": C is this process's CPU time (getrusage,
  * user + system) over the measured operations. Exits non-zero on any mismatch or timeout.
@@ -229,7 +229,7 @@ static int read_packet(int fd, unsigned char *buffer, int size) {
 }
 
 /* Counts up to target packets; stops early after QUIET_MS without one (they were lost). */
-#define QUIET_MS 1000
+#define QUIET_MS 2000
 static long count_packets(int fd, long target, double *last_packet) {
     unsigned char buffer[512];
     long received = 0;
