@@ -76,7 +76,7 @@ let package = Package(
                           path: "Benchmarks/SimulatorBenchmark"),
         // Spawning and reading the C baselines, shared by the benchmarks.
         .target(name: "BenchmarkSupport", path: "Benchmarks/Support"),
-        .executableTarget(name: "RoundTripBenchmark", dependencies: ["BleCore", "BleDBus", "BleSim", "BleTestSupport", "BenchmarkSupport"],
+        .executableTarget(name: "RoundTripBenchmark", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport", "BenchmarkSupport"],
                           path: "Benchmarks/RoundTripBenchmark"),
         .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport", "BenchmarkSupport"],
                           path: "Benchmarks/BleDBusBenchmark"),
@@ -84,6 +84,8 @@ let package = Package(
         .executableTarget(name: "LoopStallBenchmark", dependencies: ["BleCore", "BleDBus", "BleTestSupport"],
                           path: "Benchmarks/LoopStallBenchmark"),
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
+        // The benchmark lane's hot-path shortcuts against the general code they bypass.
+        .testTarget(name: "HotPathTests", dependencies: ["BleDBus"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
         .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleDBus"], exclude: ["Parity"]),

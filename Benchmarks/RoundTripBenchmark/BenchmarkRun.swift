@@ -10,18 +10,30 @@ struct RunOptions {
     var rounds = 7
     var calls = 2000
     var warmup = 300
-    var notifications = 20000
+    var notifications = 100_000
     var ingestWarmup = 2000
-    var modes = ClientMode.allCases
+    var responses = 20
+    var modes = ClientMode.measured
     var cBinary: String?
     var bleakScript: String?
     var python = "/usr/bin/python3"
+    var bleakScanScript: String?
+    /// Crowd sizes of the scan measure (empty: skipped), rounds of it, seconds of steady scanning.
+    var scanSizes = [100, 1000, 10_000]
+    var scanRounds = 3
+    var scanWindow = 3.0
+    var restarts = 3
+    /// Round trips of the memory measure (RSS after 10,000 against after this many; 0: skipped).
+    var memoryCommands = 100_000
 
     static let usage = """
     usage: RoundTripBenchmark run --c-binary PATH [--bleak-script PATH --python PATH] [--rounds R]
-             [--calls N] [--warmup W] [--notifications K] [--ingest-warmup KW] [--modes signal,acquire,...]
+             [--calls N] [--warmup W] [--notifications K] [--ingest-warmup KW] [--responses M] [--modes signal,acquire,...]
            RoundTripBenchmark serve [same options]       (bus + BleSim only, for profiling a client by hand)
+             [--bleak-scan-script PATH] [--scan-sizes 100,1000,10000|none] [--scan-rounds R] [--scan-window S]
+             [--restarts N] [--memory-commands N (0: skip; 10000 is the first sample)]
            RoundTripBenchmark client MODE COUNT WARMUP   (the BleCore client; the run starts it)
+           RoundTripBenchmark scan-client EXPECTED WINDOW | restart-client | memory-client COUNT CHECKPOINT
     """
 
     init(_ arguments: ArraySlice<String>) throws(ClientFailure) {
@@ -38,9 +50,16 @@ struct RunOptions {
             case "--warmup": warmup = try number()
             case "--notifications": notifications = max(1, try number())
             case "--ingest-warmup": ingestWarmup = try number()
+            case "--responses": responses = max(1, try number())
             case "--c-binary": cBinary = value
             case "--bleak-script": bleakScript = value.isEmpty ? nil : value
             case "--python": python = value
+            case "--bleak-scan-script": bleakScanScript = value.isEmpty ? nil : value
+            case "--scan-sizes": scanSizes = value.isEmpty || value == "none" ? [] : value.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+            case "--scan-rounds": scanRounds = max(1, try number())
+            case "--scan-window": scanWindow = Double(max(1, try number()))
+            case "--restarts": restarts = try number()
+            case "--memory-commands": memoryCommands = try number()
             case "--modes":
                 var modes: [ClientMode] = []
                 for name in value.split(separator: ",") {
@@ -57,7 +76,7 @@ struct RunOptions {
 /// The clients compared; C (libdbus) is the baseline of every ratio.
 enum ClientKind: String, CaseIterable {
     case c = "C (libdbus)"
-    case blecore = "BleCore"
+    case blecore = "BleKit"
     case bleak = "bleak"
 }
 
@@ -70,10 +89,19 @@ struct BenchmarkPaths: Sendable {
 /// Starts the bus and BleSim, then runs every client in interleaved rounds and reports.
 final class BenchmarkRun {
     let options: RunOptions
-    private var samples: [ClientMode: [ClientKind: [Double]]] = [:]
-    private var roundRatios: [ClientMode: [ClientKind: [Double]]] = [:]
-    /// BleCore's CPU per operation over bleak's, per round.
-    private var overBleak: [ClientMode: [Double]] = [:]
+    /// One client's runs of one mode: CPU µs per operation, operations per second, lost
+    /// notifications, round-trip p50 and p99 (µs), and per-round ratios to the baselines.
+    struct Series {
+        var cpu: [Double] = []
+        var rate: [Double] = []
+        var lost: [Double] = []
+        var p50: [Double] = []
+        var p99: [Double] = []
+        var overC: [Double] = []
+        var overBleak: [Double] = []
+    }
+    /// Keyed by the mode the client ran (for C and bleak, the baseline mode) and the client.
+    private var series: [ClientMode: [ClientKind: Series]] = [:]
 
     init(options: RunOptions) { self.options = options }
 
@@ -84,18 +112,27 @@ final class BenchmarkRun {
         // Children inherit this process's environment: their system bus is the private one.
         setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1)
         let scenarioText = BenchmarkScenario.json(burst: options.notifications, warmupBurst: options.ingestWarmup)
-        let simulator = try await Self.startSimulator(scenarioText, bus.busAddress)
+        var simulator = try await Self.startSimulator(scenarioText, bus.busAddress)
+        var sections: [String] = []
         do {
-            try await measure(bus: bus)
+            if !options.modes.isEmpty { try await measure(bus: bus) }
+            sections.append(report())
+            if options.restarts > 0 {
+                let (text, last) = try await measureRestarts(simulator: simulator, scenarioText: scenarioText, bus: bus)
+                simulator = last
+                sections.append(text)
+            }
+            if options.memoryCommands > 0 { sections.append(try measureMemory()) }
         } catch {
             await Self.stop(simulator)
             throw error
         }
         await Self.stop(simulator)
-        return report()
+        if !options.scanSizes.isEmpty { sections.append(try await measureScan(bus: bus)) }
+        return sections.joined(separator: "\n\n")
     }
 
-    @BleLoop private static func stop(_ simulator: Simulator) { simulator.stop(.kill) }
+    @BleLoop static func stop(_ simulator: Simulator) { simulator.stop(.kill) }
 
     /// For profiling a client by hand: starts the bus and BleSim, prints the environment and the
     /// client command lines, and serves until stdin closes.
@@ -124,37 +161,59 @@ final class BenchmarkRun {
         var kinds: [ClientKind] = [.c, .blecore]
         if options.bleakScript != nil { kinds.append(.bleak) }
 
+        // One group per baseline mode: the C client and bleak run the baseline, BleKit every mode
+        // set against it (BleCore and the BleDSL engine); the multi-packet modes are BleKit only.
+        var groups: [(baseline: ClientMode?, runs: [(ClientKind, ClientMode)])] = []
+        for mode in options.modes {
+            let baseline = mode.baseline
+            if let index = groups.firstIndex(where: { $0.baseline == baseline }) {
+                groups[index].runs.append((.blecore, mode))
+            } else {
+                var runs: [(ClientKind, ClientMode)] = []
+                if let baseline {
+                    runs.append((.c, baseline))
+                    if kinds.contains(.bleak) { runs.append((.bleak, baseline)) }
+                }
+                runs.append((.blecore, mode))
+                groups.append((baseline, runs))
+            }
+        }
         for round in 0..<options.rounds {
-            for mode in options.modes {
+            for group in groups {
                 // Rotate who goes first each round, so drift in the machine's load hits all alike.
-                let order = (0..<kinds.count).map { kinds[($0 + round) % kinds.count] }
-                var thisRound: [ClientKind: Double] = [:]
-                for kind in order {
+                let order = (0..<group.runs.count).map { group.runs[($0 + round) % group.runs.count] }
+                var thisRound: [(ClientKind, ClientMode, Double)] = []
+                for (kind, mode) in order {
                     let command = self.command(kind, mode, selfPath: selfPath, paths: paths)
                     let line = try Subprocess.run(command, timeout: 300)
                     let fields = keyValues(line)
-                    guard let cpu = fields["cpu_seconds"], let ops = fields["ops"], ops > 0 else {
+                    guard let cpu = fields["cpu_seconds"], let ops = fields["ops"], ops > 0, let seconds = fields["seconds"] else {
                         throw ClientFailure("\(kind.rawValue) \(mode.rawValue) printed no result: \(line)")
                     }
                     let perOperation = cpu / ops * 1e6
-                    samples[mode, default: [:]][kind, default: []].append(perOperation)
-                    thisRound[kind] = perOperation
-                    FileHandle.standardError.write(Data(String(format: "bench: round %d %@ %@: %.2f µs CPU per %@\n", round + 1, mode.rawValue,
-                                                               kind.rawValue, perOperation, mode.isIngest ? "notification" : "round trip").utf8))
+                    var entry = series[mode, default: [:]][kind, default: Series()]
+                    entry.cpu.append(perOperation)
+                    entry.rate.append(seconds > 0 ? ops / seconds : 0)
+                    entry.lost.append(fields["lost"] ?? 0)
+                    if let p50 = fields["p50_us"] { entry.p50.append(p50) }
+                    if let p99 = fields["p99_us"] { entry.p99.append(p99) }
+                    series[mode, default: [:]][kind] = entry
+                    thisRound.append((kind, mode, perOperation))
+                    FileHandle.standardError.write(Data(String(format: "bench: round %d %@ %@: %.2f µs CPU per %@, %.0f/s, lost %.0f\n", round + 1,
+                                                               mode.rawValue, kind.rawValue, perOperation, mode.unit, seconds > 0 ? ops / seconds : 0,
+                                                               fields["lost"] ?? 0).utf8))
                 }
-                if let blecore = thisRound[.blecore], let bleak = thisRound[.bleak], bleak > 0 {
-                    overBleak[mode, default: []].append(blecore / bleak)
-                }
-                if let base = thisRound[.c], base > 0 {
-                    for (kind, value) in thisRound where kind != .c {
-                        roundRatios[mode, default: [:]][kind, default: []].append(value / base)
-                    }
+                let base = thisRound.first { $0.0 == .c }?.2
+                let bleak = thisRound.first { $0.0 == .bleak }?.2
+                for (kind, mode, value) in thisRound where kind != .c {
+                    if let base, base > 0 { series[mode]?[kind]?.overC.append(value / base) }
+                    if kind == .blecore, let bleak, bleak > 0 { series[mode]?[kind]?.overBleak.append(value / bleak) }
                 }
             }
         }
     }
 
-    @BleLoop private static func startSimulator(_ text: String, _ bus: BusAddress) async throws -> Simulator {
+    @BleLoop static func startSimulator(_ text: String, _ bus: BusAddress) async throws -> Simulator {
         let scenario = try Scenario.parse(Data(text.utf8), name: "round-trip")
         let simulator = scenario.makeSimulator()
         try await simulator.start(on: bus)
@@ -200,8 +259,9 @@ final class BenchmarkRun {
     }
 
     private func command(_ kind: ClientKind, _ mode: ClientMode, selfPath: String, paths: BenchmarkPaths) -> [String] {
-        let count = String(mode.isIngest ? options.notifications : options.calls)
-        let warmup = String(mode.isIngest ? options.ingestWarmup : options.warmup)
+        let count = String(mode.isIngest ? options.notifications
+                           : mode == .goon23 ? options.responses : mode == .goon517 ? options.responses * 4 : options.calls)
+        let warmup = String(mode.isIngest ? options.ingestWarmup : mode.isMultiPacket ? 2 : options.warmup)
         switch kind {
         case .c:
             return [options.cBinary ?? "ble_roundtrip", mode.rawValue, BenchmarkScenario.adapterPath, BenchmarkScenario.devicePath,
@@ -221,41 +281,43 @@ final class BenchmarkRun {
         lines.append("Rounds: \(options.rounds); per client run: \(options.calls) round trips after \(options.warmup) warm-up, "
                      + "or \(options.notifications) notifications after a burst of \(options.ingestWarmup). Load average at the end: \(load).")
         lines.append("")
-        lines.append("| Path | Client | CPU µs per op (median) | min – max | × C (median of rounds) | per-round × C, min – max |")
-        lines.append("|---|---|---:|---:|---:|---:|")
+        lines.append("| Measure | Client | CPU µs per op (median) | min – max | ops/s (median) | p50 / p99 µs | lost (max of rounds) | × C (median of rounds, min – max) | BleKit ÷ bleak (median, min – max) |")
+        lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        func spread(_ values: [Double]) -> String {
+            values.isEmpty ? "" : String(format: "%.2f (%.2f – %.2f)", median(values), values.min() ?? 0, values.max() ?? 0)
+        }
+        var shownBaselines: Set<ClientMode> = []
         for mode in options.modes {
-            for kind in ClientKind.allCases {
-                guard let values = samples[mode]?[kind], !values.isEmpty else { continue }
-                let ratios = roundRatios[mode]?[kind] ?? []
-                let ratioText = kind == .c ? "1.00 (baseline)" : String(format: "%.2f", median(ratios))
-                let spread = ratios.isEmpty ? "" : String(format: "%.2f – %.2f", ratios.min() ?? 0, ratios.max() ?? 0)
-                lines.append(String(format: "| %@ | %@ | %.2f | %.2f – %.2f | %@ | %@ |", Self.title(mode), kind.rawValue, median(values),
-                                    values.min() ?? 0, values.max() ?? 0, ratioText, spread))
+            var rows: [(ClientKind, Series)] = []
+            if let baseline = mode.baseline, shownBaselines.insert(baseline).inserted {
+                for kind in [ClientKind.c, .bleak] { if let entry = series[baseline]?[kind] { rows.append((kind, entry)) } }
+            }
+            if let entry = series[mode]?[.blecore] { rows.append((.blecore, entry)) }
+            for (kind, entry) in rows where !entry.cpu.isEmpty {
+                let measure = kind == .blecore ? mode.title : (mode.baseline ?? mode).title.replacingOccurrences(of: ", BleCore", with: "")
+                    .replacingOccurrences(of: ", delegate", with: "")
+                let latency = entry.p50.isEmpty ? "" : String(format: "%.0f / %.0f", median(entry.p50), median(entry.p99))
+                let unit = mode.isMultiPacket ? " KiB" : ""
+                lines.append(String(format: "| %@ | %@ | %.2f | %.2f – %.2f | %.0f%@ | %@ | %.0f | %@ | %@ |", measure, kind.rawValue, median(entry.cpu),
+                                    entry.cpu.min() ?? 0, entry.cpu.max() ?? 0, median(entry.rate), unit, latency, entry.lost.max() ?? 0,
+                                    kind == .c ? "1.00 (baseline)" : spread(entry.overC), spread(entry.overBleak)))
             }
         }
         lines.append("")
         lines.append("### Summary")
         lines.append("")
         for mode in options.modes {
-            guard let blecore = roundRatios[mode]?[.blecore], !blecore.isEmpty else { continue }
-            var text = String(format: "- %@: BleCore %.2f× the C client", Self.title(mode), median(blecore))
-            if !mode.isIngest { text += " (issue 10 target ≤ 1.5×)" }
-            if let bleak = roundRatios[mode]?[.bleak], !bleak.isEmpty, let ratios = overBleak[mode], !ratios.isEmpty {
-                text += String(format: "; bleak %.2f× C; BleCore / bleak %.2f (rounds %.2f – %.2f)", median(bleak), median(ratios),
-                               ratios.min() ?? 0, ratios.max() ?? 0)
-                if mode == .ingest { text += " (issue 10 target ≤ 1.0)" }
+            guard let entry = series[mode]?[.blecore], !entry.overC.isEmpty else { continue }
+            var text = String(format: "- %@: BleKit %.2f× the C client's CPU", mode.title, median(entry.overC))
+            if !mode.isIngest { text += " (targets: ≤ 1.5× issue 10, ≤ 1.2× issue 15)" }
+            if !entry.overBleak.isEmpty {
+                text += String(format: "; BleKit ÷ bleak %.2f (rounds %.2f – %.2f)", median(entry.overBleak), entry.overBleak.min() ?? 0, entry.overBleak.max() ?? 0)
+                if mode == .ingest { text += " (target ≤ 1.0)" }
             }
+            text += String(format: "; lost %.0f in all rounds", entry.lost.reduce(0, +))
             lines.append(text)
         }
         return lines.joined(separator: "\n")
-    }
-
-    private static func title(_ mode: ClientMode) -> String {
-        switch mode {
-        case .signal: return "round trip, StartNotify (signal)"
-        case .acquire: return "round trip, AcquireNotify (socket)"
-        case .ingest: return "ingest, StartNotify (signal)"
-        }
     }
 }
 

@@ -13,6 +13,12 @@ enum BenchmarkScenario {
     static let serviceUUID = "0000ff00-0000-1000-8000-00805f9b34fb"
     static let writeUUID = "0000ff01-0000-1000-8000-00805f9b34fb"
     static let notifyUUID = "0000ff02-0000-1000-8000-00805f9b34fb"
+    /// The multi-packet peripherals: service ff10 at MTU 23, ff20 at MTU 517; any write on the
+    /// first characteristic (ff11, ff21) is answered by `multiPacketBytes` on the second
+    /// (ff12, ff22), in MTU − 3 packets.
+    static let multiPacketBytes = 65_536
+
+    static func multiPacketUUID(_ short: UInt16) -> String { String(format: "0000%04x-0000-1000-8000-00805f9b34fb", short) }
 
     static func json(burst: Int, warmupBurst: Int) -> String {
         func burstRule(prefix: String, count: Int) -> String {
@@ -46,8 +52,24 @@ enum BenchmarkScenario {
                 \(burstRule(prefix: "fe", count: warmupBurst)),
                 {"on": {"write": "\(writeUUID)"}, "then": [{"echo": "\(notifyUUID)"}]}
               ]
-            }
+            },
+            \(multiPacketPeripheral(mtu: 23, base: 0xff10, address: "C0:FF:EE:00:00:11")),
+            \(multiPacketPeripheral(mtu: 517, base: 0xff20, address: "C0:FF:EE:00:00:12"))
           ]
+        }
+        """
+    }
+
+    private static func multiPacketPeripheral(mtu: Int, base: UInt16, address: String) -> String {
+        let value = String(repeating: "5a", count: multiPacketBytes)
+        return """
+        {
+          "address": "\(address)", "name": "MultiPacket\(mtu)", "rssi": -50, "advertisingInterval": 20, "mtu": \(mtu),
+          "serviceUUIDs": ["\(multiPacketUUID(base))"],
+          "services": [{"uuid": "\(multiPacketUUID(base))", "characteristics": [
+            {"uuid": "\(multiPacketUUID(base + 1))", "flags": ["read", "write"], "value": "00"},
+            {"uuid": "\(multiPacketUUID(base + 2))", "flags": ["read", "notify"], "value": "00"}]}],
+          "rules": [{"on": {"write": "\(multiPacketUUID(base + 1))"}, "then": [{"notify": "\(multiPacketUUID(base + 2))", "value": "\(value)"}]}]
         }
         """
     }

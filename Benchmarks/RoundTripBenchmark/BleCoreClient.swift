@@ -2,26 +2,11 @@ import BleCore
 import Dispatch
 import Foundation
 
-/// What a client process measures: the same modes as `ble_roundtrip` (the libdbus baseline).
-enum ClientMode: String, CaseIterable, Sendable {
-    /// StartNotify; each round trip is WriteValue + the PropertiesChanged(Value) signal.
-    case signal
-    /// AcquireNotify; each round trip is WriteValue + one packet on the socket.
-    case acquire
-    /// StartNotify; one write makes the simulator push a burst of notifications, counted.
-    /// (No AcquireNotify variant: like bluetoothd, BleSim drops packets a slow reader's full
-    /// socket cannot take, so a burst there measures loss, not cost.)
-    case ingest
-
-    var isIngest: Bool { self == .ingest }
-    var usesAcquire: Bool { self == .acquire }
-}
-
 /// The benchmark's GATT layout (see `BenchmarkScenario`).
 enum BenchmarkUUIDs {
-    static let service = BluetoothUUID(UInt16(0xff00))
-    static let write = BluetoothUUID(UInt16(0xff01))
-    static let notify = BluetoothUUID(UInt16(0xff02))
+    static func service(_ mode: ClientMode) -> BluetoothUUID { BluetoothUUID(mode.serviceShortUUID) }
+    static func write(_ mode: ClientMode) -> BluetoothUUID { BluetoothUUID(mode.serviceShortUUID + 1) }
+    static func notify(_ mode: ClientMode) -> BluetoothUUID { BluetoothUUID(mode.serviceShortUUID + 2) }
 }
 
 /// A BleCore client written as an app would write it: CoreBluetooth-shaped delegates only, each
@@ -52,11 +37,28 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
     private var received = 0
     private var startCPU = 0.0
     private var startWall = ContinuousClock.now
+    // Ingest over AcquireNotify may lose packets (a full socket drops them): a burst ends after
+    // 2 s without one, and the wall time ends at the last tick that saw one.
+    private var watchdog: LoopTimer?
+    private var receivedAtLastTick = 0
+    private var quietTicks = 0
+    private var lastProgress = ContinuousClock.now
+    private var lost = 0
+    // Round-trip latencies of the measured round trips, µs.
+    private var sentAt = ContinuousClock.now
+    private var latencies: [Double] = []
+    /// The BleDSL modes' driver, once subscribed.
+    private var engineDriver: EngineDriver?
 
-    nonisolated init(mode: ClientMode, count: Int, warmup: Int) {
+    /// Round-trip counts after which the resident set is sampled (the memory measure).
+    private nonisolated let residentCheckpoints: Set<Int>
+    private var residentAt: [Int: Int] = [:]
+
+    nonisolated init(mode: ClientMode, count: Int, warmup: Int, residentCheckpoints: Set<Int> = []) {
         self.mode = mode
         self.count = count
         self.warmup = warmup
+        self.residentCheckpoints = residentCheckpoints
     }
 
     /// Runs to completion (or `timeout`) and returns the `ops=… seconds=… cpu_seconds=…` line.
@@ -80,11 +82,14 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
         startCPU = processCPUSeconds()
     }
 
-    private func stopMeasuring() {
+    private func stopMeasuring(operations: Int? = nil, endingAt end: ContinuousClock.Instant? = nil) {
         let cpu = processCPUSeconds() - startCPU
-        let wall = ContinuousClock.now - startWall
+        let wall = (end ?? ContinuousClock.now) - startWall
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
-        finish(.success(String(format: "ops=%d seconds=%.6f cpu_seconds=%.6f", count, seconds, cpu)))
+        watchdog?.cancel()
+        let resident = residentAt.keys.sorted().map { " rss_at_\($0)=\(residentAt[$0] ?? 0)" }.joined()
+        finish(.success(String(format: "ops=%d seconds=%.6f cpu_seconds=%.6f lost=%d", operations ?? count, seconds, cpu, lost)
+                        + latencyFields(residentCheckpoints.isEmpty ? latencies : []) + resident))
     }
 
     // MARK: Setup (not measured)
@@ -94,7 +99,7 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
             if central.state != .unknown && central.state != .resetting { fail("state \(central.state)") }
             return
         }
-        central.scanForPeripherals(withServices: [BenchmarkUUIDs.service], options: ScanOptions())
+        central.scanForPeripherals(withServices: [BenchmarkUUIDs.service(mode)], options: ScanOptions())
     }
 
     func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {
@@ -106,7 +111,7 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
     }
 
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {
-        peripheral.discoverServices([BenchmarkUUIDs.service])
+        peripheral.discoverServices([BenchmarkUUIDs.service(mode)])
     }
 
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: Error?) {
@@ -118,7 +123,7 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
     }
 
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) {
-        guard error == nil, let service = peripheral.services?.first(where: { $0.uuid == BenchmarkUUIDs.service }) else {
+        guard error == nil, let service = peripheral.services?.first(where: { $0.uuid == BenchmarkUUIDs.service(mode) }) else {
             return fail("service discovery: \(error.map { "\($0)" } ?? "service missing")")
         }
         peripheral.discoverCharacteristics(nil, for: service)
@@ -127,8 +132,8 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
         let characteristics = service.characteristics ?? []
         guard error == nil,
-              let write = characteristics.first(where: { $0.uuid == BenchmarkUUIDs.write }),
-              let notify = characteristics.first(where: { $0.uuid == BenchmarkUUIDs.notify }) else {
+              let write = characteristics.first(where: { $0.uuid == BenchmarkUUIDs.write(mode) }),
+              let notify = characteristics.first(where: { $0.uuid == BenchmarkUUIDs.notify(mode) }) else {
             return fail("characteristic discovery: \(error.map { "\($0)" } ?? "characteristics missing")")
         }
         writeCharacteristic = write
@@ -139,7 +144,16 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
 
     func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: Error?) {
         guard error == nil, characteristic.isNotifying else { return fail("setNotifyValue: \(error.map { "\($0)" } ?? "not notifying")") }
-        if mode.isIngest {
+        guard engineDriver == nil else { return }
+        if mode.usesEngine {
+            guard let writeCharacteristic, let notifyCharacteristic else { return fail("lost the characteristics") }
+            let driver = EngineDriver(mode: mode, count: count, warmup: warmup, peripheral: peripheral,
+                                      write: writeCharacteristic, notify: notifyCharacteristic) { [weak self] result in
+                self?.finish(result)
+            }
+            engineDriver = driver
+            driver.start()
+        } else if mode.isIngest {
             startBurst()
         } else {
             if warmup == 0 { startMeasuring() }
@@ -155,18 +169,22 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
         expected = Data([0x01, UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)])
         replied = false
         notified = false
+        sentAt = ContinuousClock.now
         peripheral.writeValue(expected, for: writeCharacteristic, type: .withResponse)
     }
 
     private func roundTripHalfDone() {
         guard replied && notified else { return }
+        if index >= warmup && residentCheckpoints.isEmpty { latencies.append(microseconds(ContinuousClock.now - sentAt)) }
         index += 1
+        if residentCheckpoints.contains(index - warmup) { residentAt[index - warmup] = residentBytes() }
         if index == warmup { startMeasuring() }
         if index == warmup + count { return stopMeasuring() }
         sendNext()
     }
 
     func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: Error?) {
+        if mode.usesEngine { return }
         if let error { return fail("write failed: \(error)") }
         if mode.isIngest { return }
         replied = true
@@ -174,15 +192,12 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
     }
 
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: Error?) {
+        if mode.usesEngine { return }
         if let error { return fail("notification error: \(error)") }
-        guard characteristic.uuid == BenchmarkUUIDs.notify else { return }
+        guard characteristic.uuid == BenchmarkUUIDs.notify(mode) else { return }
         if mode.isIngest {
             received += 1
-            if received == (phase == 0 ? warmup : count) {
-                phase += 1
-                if phase == 2 { return stopMeasuring() }
-                startBurst()
-            }
+            if received == (phase == 0 ? warmup : count) { burstEnded() }
             return
         }
         guard characteristic.value == expected else {
@@ -194,10 +209,40 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
 
     // MARK: Ingest
 
+    private func burstEnded(lastProgress end: ContinuousClock.Instant? = nil) {
+        phase += 1
+        if phase == 2 { return stopMeasuring(operations: received, endingAt: end) }
+        startBurst()
+    }
+
+    /// Every 50 ms: a burst that made no progress for a second has lost the rest.
+    private func checkProgress() {
+        guard phase < 2 else { return }
+        if received != receivedAtLastTick {
+            receivedAtLastTick = received
+            quietTicks = 0
+            lastProgress = ContinuousClock.now
+            return
+        }
+        quietTicks += 1
+        // Only a socket loses packets; over signals a pause is the machine's load (20 s).
+        guard quietTicks >= (mode.usesAcquire ? 40 : 400) else { return }
+        let target = phase == 0 ? warmup : count
+        if phase == 1 { lost = target - received }
+        guard received > 0 || phase == 0 else { return fail("every notification of the burst was lost") }
+        burstEnded(lastProgress: lastProgress)
+    }
+
     private func startBurst() {
         if phase == 0 && warmup == 0 { phase = 1 }
         guard let peripheral, let writeCharacteristic else { return fail("lost the peripheral") }
         received = 0
+        receivedAtLastTick = 0
+        quietTicks = 0
+        lastProgress = ContinuousClock.now
+        if watchdog == nil {
+            watchdog = LoopTimer.scheduled(after: .milliseconds(50), repeating: .milliseconds(50)) { [weak self] in self?.checkProgress() }
+        }
         if phase == 1 { startMeasuring() }
         peripheral.writeValue(Data([phase == 0 ? 0xfe : 0xff, 0, 0, 0]), for: writeCharacteristic, type: .withResponse)
     }
@@ -207,6 +252,18 @@ final class BleCoreClient: @preconcurrency CentralManagerDelegate, @preconcurren
 struct ClientFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// ` p50_us=… p99_us=…` for round-trip latencies (empty when there are none).
+func latencyFields(_ latencies: [Double]) -> String {
+    guard !latencies.isEmpty else { return "" }
+    let sorted = latencies.sorted()
+    func at(_ fraction: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] }
+    return String(format: " p50_us=%.1f p99_us=%.1f", at(0.5), at(0.99))
+}
+
+func microseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
 }
 
 /// This process's CPU time, every thread, user plus system.

@@ -6,6 +6,18 @@ import Foundation
 // each client as a process of its own, in interleaved rounds; `client` is the BleCore client.
 
 let arguments = CommandLine.arguments.dropFirst()
+
+/// Prints a client's result line, or its failure, and exits accordingly.
+func report(_ result: Result<String, ClientFailure>, _ what: String) -> Never {
+    switch result {
+    case .success(let line):
+        print(line)
+        exit(0)
+    case .failure(let failure):
+        FileHandle.standardError.write(Data("RoundTripBenchmark \(what) client: \(failure)\n".utf8))
+        exit(1)
+    }
+}
 switch arguments.first {
 case "client":
     let rest = Array(arguments.dropFirst())
@@ -22,6 +34,22 @@ case "client":
         FileHandle.standardError.write(Data("RoundTripBenchmark client (\(mode.rawValue)): \(failure)\n".utf8))
         exit(1)
     }
+case "scan-client":
+    let rest = Array(arguments.dropFirst())
+    guard rest.count == 2, let expected = Int(rest[0]), let window = Double(rest[1]), expected > 0, window > 0 else {
+        FileHandle.standardError.write(Data("RoundTripBenchmark scan-client: bad arguments\n\(RunOptions.usage)\n".utf8))
+        exit(2)
+    }
+    report(ScanClient(expected: expected, window: window).run(timeout: 120), "scan")
+case "restart-client":
+    report(RestartClient().run(timeout: 120), "restart")
+case "memory-client":
+    let rest = Array(arguments.dropFirst())
+    guard rest.count == 2, let count = Int(rest[0]), let checkpoint = Int(rest[1]), count >= checkpoint, checkpoint > 0 else {
+        FileHandle.standardError.write(Data("RoundTripBenchmark memory-client: bad arguments\n\(RunOptions.usage)\n".utf8))
+        exit(2)
+    }
+    report(BleCoreClient(mode: .signal, count: count, warmup: 100, residentCheckpoints: [checkpoint, count]).run(timeout: 3600), "memory")
 case "run", "serve":
     do {
         let options = try RunOptions(arguments.dropFirst())

@@ -16,9 +16,9 @@
  *                   read from the SEQPACKET socket.
  *   ingest          StartNotify; one WriteValue starting 0xff makes the simulator push COUNT
  *                   notifications as fast as it can; they are counted as PropertiesChanged signals.
- *   ingest-acquire  The same, counted as packets on the AcquireNotify socket (a reader slower
- *                   than the simulator loses packets there, as with bluetoothd, so the
- *                   benchmark does not use it).
+ *   ingest-acquire  The same, counted as packets on the AcquireNotify socket. A reader slower
+ *                   than the simulator loses packets there, as with bluetoothd: the burst ends
+ *                   after 2 s without a packet and the missing ones are printed as lost=N.
  * WARMUP unmeasured round trips (ingest: one burst of WARMUP notifications, triggered by 0xfe)
  * come first. Prints "ops=N seconds=S cpu_seconds=C": C is this process's CPU time (getrusage,
  * user + system) over the measured operations. Exits non-zero on any mismatch or timeout.
@@ -228,6 +228,31 @@ static int read_packet(int fd, unsigned char *buffer, int size) {
     }
 }
 
+/* Counts up to target packets; stops early after QUIET_MS without one (they were lost). */
+#define QUIET_MS 2000
+static long count_packets(int fd, long target, double *last_packet) {
+    unsigned char buffer[512];
+    long received = 0;
+    while (received < target) {
+        struct pollfd descriptor = {.fd = fd, .events = POLLIN};
+        int ready = poll(&descriptor, 1, QUIET_MS);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0) break;
+        if (ready < 0) fail("poll on the AcquireNotify socket", NULL);
+        ssize_t count = recv(fd, buffer, sizeof buffer, 0);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) fail("AcquireNotify socket closed", NULL);
+        received++;
+        *last_packet = now_seconds();
+    }
+    return received;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static void encode(unsigned char *value, long index) {
     value[0] = 0x01;
     value[1] = (unsigned char)(index >> 16);
@@ -276,7 +301,9 @@ int main(int argc, char **argv) {
     else call_simple(notify_path, CHARACTERISTIC, "StartNotify");
 
     unsigned char value[4], packet[512];
-    double start_wall = 0, start_cpu = 0;
+    double start_wall = 0, start_cpu = 0, end_wall = 0, end_cpu = -1;
+    long lost = 0, measured = count;
+    double *latencies = ingest ? NULL : calloc((size_t)count, sizeof(double));
     if (ingest) {
         for (int phase = 0; phase < 2; phase++) {
             long target = phase == 0 ? warmup : count;
@@ -289,7 +316,15 @@ int main(int argc, char **argv) {
             values_seen = 0;
             write_value(write_path, trigger, 4);
             if (acquire) {
-                for (long received = 0; received < target; received++) read_packet(fd, packet, sizeof packet);
+                double last_packet = now_seconds();
+                long received = count_packets(fd, target, &last_packet);
+                if (phase == 1) {
+                    /* The quiet second after a loss costs no CPU; the wall time ends at the last packet. */
+                    end_cpu = cpu_seconds();
+                    end_wall = last_packet;
+                    lost = target - received;
+                    measured = received;
+                }
             } else {
                 wait_for_values(target);
             }
@@ -301,6 +336,7 @@ int main(int argc, char **argv) {
                 start_cpu = cpu_seconds();
             }
             encode(value, index);
+            double sent = now_seconds();
             write_value(write_path, value, 4);
             if (acquire) {
                 int length = read_packet(fd, packet, sizeof packet);
@@ -310,10 +346,24 @@ int main(int argc, char **argv) {
                 wait_for_values(1);
                 if (last_length != 4 || memcmp(last_value, value, 4) != 0) fail("the notification is not the value written", NULL);
             }
+            if (index >= warmup) latencies[index - warmup] = (now_seconds() - sent) * 1e6;
         }
     }
-    double cpu = cpu_seconds() - start_cpu, wall = now_seconds() - start_wall;
-    printf("ops=%ld seconds=%.6f cpu_seconds=%.6f\n", count, wall, cpu);
+    if (end_cpu < 0) {
+        end_cpu = cpu_seconds();
+        end_wall = now_seconds();
+    }
+    double cpu = end_cpu - start_cpu, wall = end_wall - start_wall;
+    if (measured == 0) fail("every notification of the burst was lost", NULL);
+    printf("ops=%ld seconds=%.6f cpu_seconds=%.6f lost=%ld", measured, wall, cpu, lost);
+    if (latencies) {
+        qsort(latencies, (size_t)count, sizeof(double), compare_doubles);
+        long p99 = (long)((double)count * 0.99);
+        if (p99 >= count) p99 = count - 1;
+        printf(" p50_us=%.1f p99_us=%.1f", latencies[count / 2], latencies[p99]);
+        free(latencies);
+    }
+    printf("\n");
     fflush(stdout);
 
     if (fd >= 0) close(fd);

@@ -52,7 +52,7 @@ extension CentralManager {
                 }
             case BlueZ.device:
                 // The session already gave the change to the device's peripheral, if any.
-                guard path.parent == adapterPath else { break }
+                guard let adapterPath, path.isChild(of: adapterPath) else { break }
                 if session.peripheral(at: path) == nil { deviceAppeared(path) }
                 if scan != nil, Self.advertisingKeys.contains(where: { changed[$0] != nil }) {
                     considerDiscovery(path)

@@ -94,6 +94,9 @@ extension CentralManager {
               let address = properties[BlueZ.Device1.address], let peripheral = peripheralsByAddress[address] else { return }
         // Without RSSI the device was not heard in this discovery (RSSI is invalidated when it stops).
         guard let rssi = properties[ "RSSI"]?.as(Int16.self) else { return }
+        // A device already reported stays silent whatever it advertises: known before the
+        // advertisement is built, which is most of a scan's cost in a crowd.
+        if !request.options.allowDuplicates, request.reported.contains(address) { return }
         let advertisement = Self.advertisement(from: properties)
         if let services {
             let offered = Set(advertisement.serviceUUIDs).union(advertisement.serviceData.keys)

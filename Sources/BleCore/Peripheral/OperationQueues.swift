@@ -60,8 +60,8 @@ struct OperationQueues {
 
     /// Queues `operation` with its queue deadline; true when it can start at once.
     mutating func enqueue(_ operation: GattOperation, queueTimeout: Duration) -> Bool {
-        let ahead = queues[operation.key]?.count ?? 0
-        queues[operation.key, default: []].append(operation)
+        // One lookup (an object path's hash is most of an enqueue's cost), appended in place.
+        let ahead = Self.append(operation, to: &queues[operation.key, default: []])
         if ahead > 0 {
             operation.timer = LoopTimer.scheduled(after: queueTimeout) { [weak operation] in
                 guard let operation, !operation.started else { return }
@@ -73,12 +73,28 @@ struct OperationQueues {
 
     /// The next operation to start on `key`, after dropping finished ones at the head.
     mutating func next(on key: ObjectPath) -> GattOperation? {
-        guard var queue = queues[key] else { return nil }
-        while let first = queue.first, first.finished { queue.removeFirst() }
-        queues[key] = queue.isEmpty ? nil : queue
-        guard let first = queue.first, !first.started else { return nil }
+        // One lookup, and the queue changed in place: a copy taken out and stored back would
+        // copy the array on every operation.
+        guard let index = queues.index(forKey: key) else { return nil }
+        let first = Self.dropFinished(&queues.values[index])
+        if first == nil { queues.remove(at: index) }
+        guard let first, !first.started else { return nil }
         first.started = true
         return first
+    }
+
+    private static func append(_ operation: GattOperation, to queue: inout [GattOperation]) -> Int {
+        let ahead = queue.count
+        queue.append(operation)
+        return ahead
+    }
+
+    /// Drops the finished operations at the head; returns the new head.
+    private static func dropFinished(_ queue: inout [GattOperation]) -> GattOperation? {
+        var finished = 0
+        while finished < queue.count, queue[finished].finished { finished += 1 }
+        if finished > 0 { queue.removeFirst(finished) }
+        return queue.first
     }
 
     /// Operations queued or running, for tests and diagnostics.

@@ -173,8 +173,10 @@ public final class Peripheral: @unchecked Sendable {
     /// The peer's GATT server is bluetoothd (vendor 0x1D6B, product 0x0246: BlueZ's own PnP ID).
     @BleLoop var peerIsBlueZ: Bool {
         if let blueZPeerVerdict { return blueZPeerVerdict }
-        guard let modalias = deviceProperties?[BlueZ.Device1.modalias] else { return false }
-        let verdict = BlueZ.PnPID.isBlueZ(modalias: modalias)
+        // No Modalias is a verdict too (every write asks; the cache lookups cost more than the
+        // write's own checks): forgotten when Modalias changes, is invalidated, or the device
+        // object is added or loaded again.
+        let verdict = deviceProperties?[BlueZ.Device1.modalias].map { BlueZ.PnPID.isBlueZ(modalias: $0) } ?? false
         blueZPeerVerdict = verdict
         return verdict
     }
@@ -297,7 +299,7 @@ public final class Peripheral: @unchecked Sendable {
         if changed[BlueZ.Device1.connected] == false || changed[BlueZ.Device1.servicesResolved] == false {
             linkWentDown()
         }
-        if BlueZ.Device1.modalias.isPresent(in: changed) { blueZPeerVerdict = nil }
+        if BlueZ.Device1.modalias.isPresent(in: changed) || invalidated.contains(BlueZ.Device1.modalias.name) { blueZPeerVerdict = nil }
         if let newAddress = changed[BlueZ.Device1.address], newAddress != address { addressChanged(to: newAddress) }
         if BlueZ.Device1.connected.isPresent(in: changed) || BlueZ.Device1.servicesResolved.isPresent(in: changed) || BlueZ.Device1.modalias.isPresent(in: changed) { checkReady() }
     }

@@ -183,6 +183,8 @@ final class BlueZSession {
             if interfaces.contains(where: BlueZ.isGattInterface) {
                 peripheral(containing: path)?.gattObjectAdded(path)
             } else {
+                // A device object added again may carry a new Modalias (see `peerIsBlueZ`).
+                routes[path]?.blueZPeerVerdict = nil
                 onCentralEvent?(event)
             }
         case .removed(let path, let interfaces, _):
@@ -197,6 +199,7 @@ final class BlueZSession {
             peripheral(containing: path)?.valueNotified(path, value)
         case .daemonLost, .loaded, .loadFailed:
             attributeRoutes.removeAll()
+            for peripheral in routes.values { peripheral.blueZPeerVerdict = nil }
             onCentralEvent?(event)
         }
     }

@@ -27,11 +27,45 @@ struct MessageDecoder {
         var decoder = MessageDecoder(strings: strings)
         strings = StringCache()
         defer { strings = decoder.strings }
+        // PropertiesChanged, by far the commonest message a BlueZ client receives (every
+        // notification over StartNotify is one), read along its known shape.
+        if dbus_message_has_signature(message, "sa{sv}as") != 0 {
+            return try decoder.decodePropertiesChanged(&iter)
+        }
         var values: [DBusValue] = []
         repeat {
             values.append(try decoder.decodeCurrent(&iter))
         } while dbus_message_iter_next(&iter) != 0
         return values
+    }
+
+    /// A body of signature `sa{sv}as` (libdbus checked it): the same values `decodeCurrent`
+    /// gives, without asking libdbus each value's type or the dictionary's entry types.
+    private mutating func decodePropertiesChanged(_ iter: UnsafeMutablePointer<DBusMessageIter>) throws(DBusError) -> [DBusValue] {
+        let interface = readString(iter)
+        guard dbus_message_iter_next(iter) != 0 else { throw .malformedMessage("PropertiesChanged without properties") }
+        var entries: [DBusDictionaryEntry] = []
+        var dictionary = DBusMessageIter()
+        dbus_message_iter_recurse(iter, &dictionary)
+        while dbus_message_iter_get_arg_type(&dictionary) == DBUS_TYPE_DICT_ENTRY {
+            var entry = DBusMessageIter()
+            dbus_message_iter_recurse(&dictionary, &entry)
+            let key = readString(&entry)
+            guard dbus_message_iter_next(&entry) != 0 else { throw .malformedMessage("dictionary entry without a value") }
+            var variant = DBusMessageIter()
+            dbus_message_iter_recurse(&entry, &variant)
+            entries.append(DBusDictionaryEntry(key: .string(key), value: .variant(try decodeCurrent(&variant))))
+            dbus_message_iter_next(&dictionary)
+        }
+        guard dbus_message_iter_next(iter) != 0 else { throw .malformedMessage("PropertiesChanged without invalidated properties") }
+        var names: [DBusValue] = []
+        var list = DBusMessageIter()
+        dbus_message_iter_recurse(iter, &list)
+        while dbus_message_iter_get_arg_type(&list) == DBUS_TYPE_STRING {
+            names.append(.string(readString(&list)))
+            dbus_message_iter_next(&list)
+        }
+        return [.string(interface), .dictionary(key: .string, value: .variant, entries), .array(element: .string, names)]
     }
 
     private mutating func decodeCurrent(_ iter: UnsafeMutablePointer<DBusMessageIter>) throws(DBusError) -> DBusValue {

@@ -47,6 +47,18 @@ public struct ObjectPath: Hashable, Comparable, Sendable, CustomStringConvertibl
             rawValue.utf8.dropFirst(ancestor.rawValue.utf8.count).first == UInt8(ascii: "/")
     }
 
+    /// True when `parent` is this path's parent: the same answer as `self.parent == parent`,
+    /// read off the bytes without building the parent's string (asked for every device signal).
+    public func isChild(of parent: ObjectPath) -> Bool {
+        let bytes = rawValue.utf8
+        let prefix = parent.rawValue.utf8
+        guard rawValue != "/" else { return false }
+        let start = parent.rawValue == "/" ? 0 : prefix.count
+        guard bytes.count > start + 1, bytes.starts(with: prefix) else { return false }
+        let rest = bytes.dropFirst(start)
+        return rest.first == UInt8(ascii: "/") && !rest.dropFirst().contains(UInt8(ascii: "/"))
+    }
+
     /// The last element of the path (empty for `/`).
     public var lastElement: Substring {
         guard let slash = rawValue.lastIndex(of: "/") else { return Substring(rawValue) }

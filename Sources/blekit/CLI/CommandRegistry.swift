@@ -17,6 +17,7 @@ enum CommandRegistry {
         SimCommand.self,
         DemoCommand.self,
         GatewayCommand.self,
+        BenchCommand.self,
     ]
 
     /// blekit's version, printed by `--version`.
