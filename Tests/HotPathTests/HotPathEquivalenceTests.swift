@@ -7,8 +7,9 @@ import Testing
 /// against building the parent path.
 @Suite struct HotPathEquivalenceTests {
     private static func roundTrip(_ body: [DBusValue]) throws -> [DBusValue] {
-        let message = DBusMessage.signal(path: "/org/bluez/hci0/dev_C0_FF_EE_00_00_10/service0010/char0011",
+        var message = DBusMessage.signal(path: "/org/bluez/hci0/dev_C0_FF_EE_00_00_10/service0010/char0011",
                                          interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", body: body)
+        message.serial = 7  // libdbus refuses to parse a message that was never given one
         return try DBusMessage(wireBytes: message.wireBytes()).body
     }
 
