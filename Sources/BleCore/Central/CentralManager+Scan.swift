@@ -96,7 +96,7 @@ extension CentralManager {
         guard let rssi = properties[ "RSSI"]?.as(Int16.self) else { return }
         // A device already reported stays silent whatever it advertises: known before the
         // advertisement is built, which is most of a scan's cost in a crowd.
-        if !request.options.allowDuplicates, request.reported.contains(address) { return }
+        if !options.allowDuplicates, scan?.reported.contains(address) == true { return }
         let advertisement = Self.advertisement(from: properties)
         if let services {
             let offered = Set(advertisement.serviceUUIDs).union(advertisement.serviceData.keys)
