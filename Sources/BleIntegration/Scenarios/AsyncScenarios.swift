@@ -34,8 +34,7 @@ public enum AsyncScenarios {
 
     /// The calls of a ported FXBlueToothAsync app, end to end.
     public static let centralFlow = IntegrationScenario(
-        "async.centralFlow", "BleAsync: scan with a matcher and connect, discover, read, write, two notification subscribers, a DSL command, disconnect.",
-        backends: [.bluetoothd]
+        "async.centralFlow", "BleAsync: scan with a matcher and connect, discover, read, write, two notification subscribers, a DSL command, disconnect."
     ) { context in
         _ = try await context.peer()
         let manager = manager(context)
@@ -95,8 +94,7 @@ public enum AsyncScenarios {
 
     /// Timeouts and cancellations, and what they leave behind.
     public static let cancellation = IntegrationScenario(
-        "async.cancellation", "BleAsync: a cancelled scan stops discovery, a cancelled connect ends BlueZ's attempt, a scan timeout is not a cancellation.",
-        backends: [.bluetoothd]
+        "async.cancellation", "BleAsync: a cancelled scan stops discovery, a cancelled connect ends BlueZ's attempt, a scan timeout is not a cancellation."
     ) { context in
         _ = try await context.peer()
         let manager = manager(context)
