@@ -198,7 +198,7 @@ final class Bench {
     }
 
     func makeCentral(recorder: Recorder? = nil, configure: (inout CentralManagerOptions) -> Void = { _ in }) -> CentralManager {
-        var options = CentralManagerOptions(bus: .address(busAddress), operationTimeout: .seconds(3), connectTimeout: .seconds(3),
+        var options = CentralManagerOptions(bus: .address(busAddress), operationTimeout: .seconds(3), connectTimeout: .seconds(10),
                                             retryBackoff: .milliseconds(10), servicesResolvedGrace: .milliseconds(200))
         configure(&options)
         return CentralManager(delegate: recorder ?? self.recorder, queue: nil, options: options)

@@ -41,7 +41,8 @@ import Testing
 
         let listener = try RunningCLI(["notify", served, "ff02", "--count", "1", "--bus", room.bus.address] + central)
         #expect(await listener.line()?.contains("notifications from FF02") == true)
-        _ = try await room.blekit(["write", served, "ff01", "abcd", "--without-response"] + central)
+        let pushed = try await room.blekit(["write", served, "ff01", "abcd", "--without-response"] + central)
+        #expect(pushed.status == 0, "\(pushed.transcript)")
         let notified = await listener.stop(with: 0)
         #expect(notified.output.contains("ab cd"), "the echo rule notified the subscriber: \(notified.transcript)")
 

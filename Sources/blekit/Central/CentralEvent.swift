@@ -18,5 +18,7 @@ enum CentralEvent: @unchecked Sendable {
     case notificationState(Characteristic, Error?)
     case descriptorValueUpdated(Descriptor, Error?)
     case rssiRead(Peripheral, Int, Error?)
+    /// The writes without response queued for this peripheral have all left BleKit.
+    case readyToWriteWithoutResponse(Peripheral)
     case interrupted
 }

@@ -27,4 +27,5 @@ final class CentralEventRelay: CentralManagerDelegate, PeripheralDelegate, @unch
     func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: Error?) { inbox.post(.notificationState(characteristic, error)) }
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: Error?) { inbox.post(.descriptorValueUpdated(descriptor, error)) }
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: Error?) { inbox.post(.rssiRead(peripheral, RSSI, error)) }
+    func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) { inbox.post(.readyToWriteWithoutResponse(peripheral)) }
 }

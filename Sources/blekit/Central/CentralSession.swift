@@ -216,7 +216,23 @@ final class CentralSession {
     /// Writes a characteristic's value; with a response, waits for the peripheral's answer.
     func write(_ data: Data, to characteristic: Characteristic, on peripheral: Peripheral, withResponse: Bool, seconds: Double) async throws(CLIError) {
         peripheral.writeValue(data, for: characteristic, type: withResponse ? .withResponse : .withoutResponse)
-        guard withResponse else { return }
+        guard withResponse else {
+            // Without a response there is no answer to wait for, but the packet must have left
+            // BleKit (written to the AcquireWrite socket, or its command answered by bluetoothd)
+            // before the program closes its connection: else it would vanish with it.
+            guard !peripheral.canSendWriteWithoutResponse else { return }
+            try await wait("the write without response to \(characteristic.uuid)", seconds: seconds, peripheral: peripheral) { (event: CentralEvent) throws(CLIError) -> Void? in
+                switch event {
+                case .valueWritten(let written, let error?) where written === characteristic:
+                    throw Self.failure("writing \(characteristic.uuid)", error)
+                case .readyToWriteWithoutResponse(let ready) where ready === peripheral:
+                    return ()
+                default:
+                    return nil
+                }
+            }
+            return
+        }
         try await wait("the write to \(characteristic.uuid)", seconds: seconds, peripheral: peripheral) { (event: CentralEvent) throws(CLIError) -> Void? in
             guard case .valueWritten(let written, let error) = event, written === characteristic else { return nil }
             if let error { throw Self.failure("writing \(characteristic.uuid)", error) }
