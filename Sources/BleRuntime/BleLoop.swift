@@ -4,10 +4,10 @@
 /// synchronously; from elsewhere, `await` it.
 @globalActor
 public actor BleLoop {
-    /// The actor instance.
+    /// The one instance behind `@BleLoop`; its executor is `MainLoop.shared`'s thread.
     public static let shared = BleLoop()
 
-    /// Runs on the shared loop.
+    /// Runs isolated work on `MainLoop.shared`, so `@BleLoop` code and GLib callbacks share one thread.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         LoopExecutor.shared(for: MainLoop.shared)
     }

@@ -16,7 +16,7 @@ public final class FileDescriptorWatch: Sendable {
         public static let readable = Events(rawValue: G_IO_IN.rawValue)
         /// The peer closed its end.
         public static let hangUp = Events(rawValue: G_IO_HUP.rawValue)
-        /// An error condition.
+        /// The descriptor is in an error state (`G_IO_ERR`); always watched, so a broken descriptor is reported, not left silent.
         public static let error = Events(rawValue: G_IO_ERR.rawValue)
         /// The descriptor can take more data (watched only when asked for: an `AcquireWrite`
         /// socket that returned EAGAIN waits for this).

@@ -1,29 +1,41 @@
 // CoreBluetooth spellings, so iOS code ports by changing its imports. They exist for that only;
 // new code should use the BleKit names.
 
-/// `CBUUID`
+/// CoreBluetooth's `CBUUID`, here ``BluetoothUUID``: `CBUUID(string:)` and the 16- and 32-bit
+/// short forms port unchanged, and bad text gives nil instead of trapping.
 public typealias CBUUID = BluetoothUUID
-/// `CBCentralManager`
+/// CoreBluetooth's `CBCentralManager`, here ``CentralManager``: scanning and connecting through
+/// BlueZ's `Adapter1` and `Device1`, with the same delegate callbacks.
 public typealias CBCentralManager = CentralManager
-/// `CBPeripheral`
+/// CoreBluetooth's `CBPeripheral`, here ``Peripheral``: one BlueZ device object, its GATT
+/// discovery, reads, writes and notifications.
 public typealias CBPeripheral = Peripheral
-/// `CBService`
+/// CoreBluetooth's `CBService`, here ``Service``: a discovered remote service (BlueZ `GattService1`).
 public typealias CBService = Service
-/// `CBCharacteristic`
+/// CoreBluetooth's `CBCharacteristic`, here ``Characteristic``: a discovered remote characteristic
+/// (BlueZ `GattCharacteristic1`) and its last read or notified value.
 public typealias CBCharacteristic = Characteristic
-/// `CBDescriptor`
+/// CoreBluetooth's `CBDescriptor`, here ``Descriptor``: a discovered remote descriptor (BlueZ
+/// `GattDescriptor1`).
 public typealias CBDescriptor = Descriptor
-/// `CBManagerState`
+/// CoreBluetooth's `CBManagerState`, here ``ManagerState``: derived from bluetoothd, the adapter and
+/// its `Powered` property rather than from a system-wide Bluetooth switch.
 public typealias CBManagerState = ManagerState
-/// `CBPeripheralState`
+/// CoreBluetooth's `CBPeripheralState`, here ``PeripheralState``: follows the device's `Connected`
+/// property and the connect or disconnect BleKit has in flight.
 public typealias CBPeripheralState = PeripheralState
-/// `CBCharacteristicWriteType`
+/// CoreBluetooth's `CBCharacteristicWriteType`, here ``CharacteristicWriteType``: chooses BlueZ's
+/// `request` or `command` write type.
 public typealias CBCharacteristicWriteType = CharacteristicWriteType
-/// `CBCharacteristicProperties`
+/// CoreBluetooth's `CBCharacteristicProperties`, here ``CharacteristicProperties``: read from BlueZ's
+/// `Flags` strings, with CoreBluetooth's bit values.
 public typealias CBCharacteristicProperties = CharacteristicProperties
-/// `CBCentralManagerDelegate`
+/// CoreBluetooth's `CBCentralManagerDelegate`, here ``CentralManagerDelegate``: the same callbacks,
+/// delivered on the queue given to the manager (BleKit's loop thread when it is nil).
 public typealias CBCentralManagerDelegate = CentralManagerDelegate
-/// `CBPeripheralDelegate`
+/// CoreBluetooth's `CBPeripheralDelegate`, here ``PeripheralDelegate``: the same callbacks; every
+/// operation ends in one, with its result or an error (a deadline or a disconnect included).
 public typealias CBPeripheralDelegate = PeripheralDelegate
-/// `CBATTError`
+/// CoreBluetooth's `CBATTError`, here ``AttError``: the ATT error code parsed from BlueZ's error
+/// text, so code that switches on `CBATTError` cases keeps working.
 public typealias CBATTError = AttError

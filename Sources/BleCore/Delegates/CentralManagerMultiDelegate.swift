@@ -17,7 +17,7 @@ public final class CentralManagerMultiDelegate: CentralManagerDelegate, @uncheck
     public func addDelegate(_ delegate: CentralManagerDelegate) { listeners.add(delegate) }
     /// True while it has no listeners (dead ones may count until the next change).
     var isEmpty: Bool { listeners.isEmpty }
-    /// Removes `delegate`.
+    /// Stops forwarding to `delegate`; listeners that were released drop out on their own.
     public func removeDelegate(_ delegate: CentralManagerDelegate) { listeners.remove(delegate) }
     /// The live listeners, in order.
     public var delegates: [CentralManagerDelegate] { listeners.snapshot().compactMap { $0 as? CentralManagerDelegate } }

@@ -13,7 +13,7 @@ public final class PeripheralMultiDelegate: PeripheralDelegate, @unchecked Senda
     public func addDelegate(_ delegate: PeripheralDelegate) { listeners.add(delegate) }
     /// True while it has no listeners (dead ones may count until the next change).
     var isEmpty: Bool { listeners.isEmpty }
-    /// Removes `delegate`.
+    /// Stops forwarding to `delegate`; listeners that were released drop out on their own.
     public func removeDelegate(_ delegate: PeripheralDelegate) { listeners.remove(delegate) }
     /// The live listeners, in order.
     public var delegates: [PeripheralDelegate] { listeners.snapshot().compactMap { $0 as? PeripheralDelegate } }

@@ -6,7 +6,7 @@ import Foundation
 // code calls it from any thread without `await`.
 /// A GATT characteristic (BlueZ `GattCharacteristic1`), as CoreBluetooth's `CBCharacteristic`.
 public final class Characteristic: @unchecked Sendable {
-    /// The characteristic UUID.
+    /// What the characteristic is, from BlueZ's `UUID`; match it against the UUIDs you discover for.
     public let uuid: BluetoothUUID
     /// What it supports (from BlueZ's `Flags`).
     public let properties: CharacteristicProperties

@@ -68,7 +68,7 @@ public final class Peripheral: @unchecked Sendable {
 
     /// The name (GAP name once connected, else the advertised one).
     public var name: String? { LoopBridge.sync { self.deviceProperties?[BlueZ.Device1.name] ?? self.lastName } }
-    /// The connection state.
+    /// Where the link is now (BlueZ's `Connected`, and the connect or disconnect in flight).
     public var state: PeripheralState { LoopBridge.sync { self.currentState } }
     /// The services found by `discoverServices`, nil before.
     public var services: [Service]? { LoopBridge.sync { self.resolvedServices } }

@@ -5,7 +5,7 @@ import BleDBus
 // code calls it from any thread without `await`.
 /// A GATT service of a peripheral (BlueZ `GattService1`), as CoreBluetooth's `CBService`.
 public final class Service: @unchecked Sendable {
-    /// The service UUID.
+    /// What the service is, from BlueZ's `UUID`; match it against the UUIDs you discover for.
     public let uuid: BluetoothUUID
     /// Whether it is a primary service.
     public let isPrimary: Bool

@@ -30,7 +30,7 @@ public struct Advertisement: Sendable, Equatable {
     public var serviceData: [BluetoothUUID: Data] = [:]
     /// Raw AD structures by type (`Data`, 5.50; bluetoothd accepts only types it considers safe).
     public var data: [UInt8: Data] = [:]
-    /// The GAP appearance.
+    /// The GAP appearance value to advertise (`Appearance`), which scanners show as an icon or category.
     public var appearance: UInt16?
     /// Ask bluetoothd to add the controller's TX power (`Includes` `tx-power`).
     public var includeTxPower = false
@@ -100,7 +100,7 @@ public struct AdvertisingLayout: Sendable, Equatable {
     public let movedToScanResponse: [String]
     /// The name is longer than the scan response holds: bluetoothd sends it shortened.
     public let nameShortened: Bool
-    /// The legacy limit.
+    /// Bytes a legacy advertising PDU or scan response holds (31); longer data needs extended advertising.
     public static let legacyLimit = 31
 
     /// True when it fits a legacy advertising PDU. On a controller with extended advertising

@@ -11,7 +11,7 @@ public final class PeripheralManagerMultiDelegate: PeripheralManagerDelegate, @u
 
     /// Adds `delegate` unless it is already there.
     public func addDelegate(_ delegate: PeripheralManagerDelegate) { listeners.add(delegate) }
-    /// Removes `delegate`.
+    /// Stops forwarding to `delegate`; listeners that were released drop out on their own.
     public func removeDelegate(_ delegate: PeripheralManagerDelegate) { listeners.remove(delegate) }
     /// The live listeners, in order.
     public var delegates: [PeripheralManagerDelegate] { listeners.snapshot().compactMap { $0 as? PeripheralManagerDelegate } }

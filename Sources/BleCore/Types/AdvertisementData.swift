@@ -47,19 +47,25 @@ public struct AdvertisementData: Sendable, Equatable {
     }
 }
 
-/// `CBAdvertisementDataLocalNameKey`
+/// CoreBluetooth's key for the advertised name in `didDiscover`'s dictionary:
+/// ``AdvertisementData/localName`` (BlueZ's `Name`, else an `Alias` that is more than the address).
 public let CBAdvertisementDataLocalNameKey = "kCBAdvDataLocalName"
-/// `CBAdvertisementDataManufacturerDataKey`
+/// CoreBluetooth's key for manufacturer data: the company identifier little-endian, then the
+/// bytes, as on iOS (the lowest company identifier when BlueZ reports several).
 public let CBAdvertisementDataManufacturerDataKey = "kCBAdvDataManufacturerData"
-/// `CBAdvertisementDataServiceDataKey`
+/// CoreBluetooth's key for service data: `[BluetoothUUID: Data]`, from BlueZ's `ServiceData`.
 public let CBAdvertisementDataServiceDataKey = "kCBAdvDataServiceData"
-/// `CBAdvertisementDataServiceUUIDsKey`
+/// CoreBluetooth's key for the advertised service UUIDs: `[BluetoothUUID]`, from BlueZ's `UUIDs`.
 public let CBAdvertisementDataServiceUUIDsKey = "kCBAdvDataServiceUUIDs"
-/// `CBAdvertisementDataTxPowerLevelKey`
+/// CoreBluetooth's key for the advertised TX power (dBm, `Int`), present only when BlueZ reports
+/// `TxPower`.
 public let CBAdvertisementDataTxPowerLevelKey = "kCBAdvDataTxPowerLevel"
-/// `CBAdvertisementDataIsConnectable`
+/// CoreBluetooth's key for whether the advertiser accepts connections (`Bool`, always present);
+/// see ``AdvertisementData/isConnectable`` for why it is true unless BlueZ says otherwise.
 public let CBAdvertisementDataIsConnectable = "kCBAdvDataIsConnectable"
-/// `CBCentralManagerScanOptionAllowDuplicatesKey`
+/// CoreBluetooth's scan option: `true` reports a peripheral on every advertisement, as
+/// ``ScanOptions/allowDuplicates`` (BlueZ's `DuplicateData` filter) does.
 public let CBCentralManagerScanOptionAllowDuplicatesKey = "kCBScanOptionAllowDuplicates"
-/// `CBCentralManagerRestoredStatePeripheralsKey`
+/// CoreBluetooth's key in `willRestoreState`'s dictionary: the `[Peripheral]` BlueZ already had
+/// connected when the manager started with restoration turned on.
 public let CBCentralManagerRestoredStatePeripheralsKey = "kCBRestoredPeripherals"

@@ -6,21 +6,21 @@ public struct CharacteristicProperties: OptionSet, Sendable, Hashable {
     /// Properties from raw bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
 
-    /// `broadcast`
+    /// Set when BlueZ's `Flags` contain `broadcast`.
     public static let broadcast = CharacteristicProperties(rawValue: 0x01)
-    /// `read`
+    /// Set when BlueZ's `Flags` contain `read`.
     public static let read = CharacteristicProperties(rawValue: 0x02)
-    /// `write-without-response`
+    /// Set when BlueZ's `Flags` contain `write-without-response`.
     public static let writeWithoutResponse = CharacteristicProperties(rawValue: 0x04)
-    /// `write`
+    /// Set when BlueZ's `Flags` contain `write`.
     public static let write = CharacteristicProperties(rawValue: 0x08)
-    /// `notify`
+    /// Set when BlueZ's `Flags` contain `notify`.
     public static let notify = CharacteristicProperties(rawValue: 0x10)
-    /// `indicate`
+    /// Set when BlueZ's `Flags` contain `indicate`.
     public static let indicate = CharacteristicProperties(rawValue: 0x20)
-    /// `authenticated-signed-writes`
+    /// Set when BlueZ's `Flags` contain `authenticated-signed-writes`.
     public static let authenticatedSignedWrites = CharacteristicProperties(rawValue: 0x40)
-    /// `extended-properties`
+    /// Set when BlueZ's `Flags` contain `extended-properties`.
     public static let extendedProperties = CharacteristicProperties(rawValue: 0x80)
     /// `encrypt-*` / `secure-*` notify.
     public static let notifyEncryptionRequired = CharacteristicProperties(rawValue: 0x100)

@@ -10,9 +10,9 @@ public struct SignalMatch: Hashable, Sendable {
     public var path: ObjectPath?
     /// This path or any path below it.
     public var pathNamespace: ObjectPath?
-    /// The signal's interface.
+    /// Only signals of this interface (nil: any).
     public var interface: String?
-    /// The signal's name.
+    /// Only signals of this name (nil: any).
     public var member: String?
     /// The first argument, when it is a string (as in `NameOwnerChanged`).
     public var arg0: String?

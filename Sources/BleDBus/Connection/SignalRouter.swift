@@ -5,7 +5,7 @@
 /// from `:1.7` reaches a subscription for `org.bluez` only while `:1.7` owns `org.bluez`.
 @BleLoop
 public final class SignalRouter {
-    /// A signal handler.
+    /// Called on the loop thread with each matching signal.
     public typealias Handler = @BleLoop (DBusMessage) -> Void
 
     private struct Subscription {

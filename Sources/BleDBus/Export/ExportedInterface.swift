@@ -2,7 +2,7 @@
 public struct ArgumentDescription: Sendable, Equatable {
     /// The name shown in introspection.
     public var name: String
-    /// The argument's type.
+    /// The argument's D-Bus type; it becomes part of the method's signature in the introspection XML.
     public var type: DBusType
 
     /// Describes an argument.
@@ -18,7 +18,7 @@ public struct ExportedMethod: Sendable {
     public var name: String
     /// The arguments a call must carry; a call with another signature gets `UnknownMethod`.
     public var inArguments: [ArgumentDescription]
-    /// The reply's arguments.
+    /// The arguments the reply carries, as announced in the introspection XML.
     public var outArguments: [ArgumentDescription]
     /// Answers the call, now or later, through `IncomingCall.reply`/`fail`.
     public var handler: @BleLoop @Sendable (IncomingCall) -> Void

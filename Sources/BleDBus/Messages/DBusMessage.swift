@@ -18,7 +18,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         case signal
     }
 
-    /// The kind.
+    /// Call, reply, error or signal: which of the header fields below are meaningful.
     public var kind: Kind
     /// The serial the sender gave the message (0 until sent).
     public var serial: UInt32
@@ -44,7 +44,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     /// The signature as received or set; nil for a message built here, whose signature follows
     /// its body (computed when asked: sending never needs the text).
     private var storedSignature: String?
-    /// The body.
+    /// The arguments, in order; `signature` is derived from them unless the message carried one.
     public var body: [DBusValue]
     /// For calls: the caller does not want a reply.
     public var noReplyExpected: Bool

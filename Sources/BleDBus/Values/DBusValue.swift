@@ -106,7 +106,7 @@ public enum DBusValue: Hashable, Sendable, CustomStringConvertible {
 public struct DBusDictionaryEntry: Hashable, Sendable {
     /// The key; always of a basic type.
     public var key: DBusValue
-    /// The value.
+    /// The entry's value; the dictionary keeps its entries in wire order.
     public var value: DBusValue
 
     /// Pairs `key` with `value`.

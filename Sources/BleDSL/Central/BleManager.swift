@@ -75,7 +75,8 @@ public final class BleManager: @unchecked Sendable {
         }
     }
 
-    /// The central manager.
+    /// The BleCore manager behind the DSL and its multicast delegate, in FXBlueTooth's nested
+    /// shape: add a delegate there to hear what the DSL hears.
     public let centralManager: CentralManager
 
     /// How long a command with a connect target scans when it has no `.scanTimeout` item

@@ -49,7 +49,7 @@ public struct ReconnectPolicy: Sendable {
     public var initialDelay: TimeInterval
     /// Each further delay is multiplied by this.
     public var multiplier: Double
-    /// The longest delay.
+    /// The cap on the growing delay between reconnect attempts.
     public var maximumDelay: TimeInterval
     /// Attempts before giving up (the handler then gets `.reconnectExhausted`).
     public var maximumAttempts: Int
@@ -104,11 +104,11 @@ public enum BleManagerCommandItem {
 public struct BleManagerCommand {
     /// Services to scan for.
     public var scanServices: [BluetoothUUID]?
-    /// Scan options.
+    /// CoreBluetooth-style scan options (`CBCentralManagerScanOptionAllowDuplicatesKey`).
     public var scanOptions: [String: Any]?
     /// Discovery listener.
     public var discover: DiscoverPeripheral?
-    /// Filter.
+    /// Decides which discovered peripherals are kept; the others are not reported or connected.
     public var filter: PeripheralFilter?
     /// Connect target.
     public var connect: ConnectTarget?

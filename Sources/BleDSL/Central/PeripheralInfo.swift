@@ -6,7 +6,7 @@ import Synchronization
 /// sighting, unlike FXBlueTooth). A reference type: the list handed to `DiscoverPeripheral` is
 /// updated in place as advertisements arrive.
 public final class PeripheralInfo: Equatable, @unchecked Sendable {
-    /// The peripheral.
+    /// The peripheral to connect to or inspect.
     public let peripheral: Peripheral
     private let state: LoopLock<(AdvertisementData, NSNumber?)>
 

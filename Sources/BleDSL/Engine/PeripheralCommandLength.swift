@@ -14,7 +14,7 @@ extension PeripheralCommandLengthProtocol {
 
 /// Every chunk has the same length (20 bytes by default, FXBlueTooth's default).
 public final class DefaultPeripheralCommandLength: PeripheralCommandLengthProtocol {
-    /// The chunk length.
+    /// Bytes per chunk; a write longer than this is split.
     public let length: Int
 
     /// Chunks of `length` bytes.
@@ -22,7 +22,7 @@ public final class DefaultPeripheralCommandLength: PeripheralCommandLengthProtoc
         self.length = length
     }
 
-    /// `length`.
+    /// Always `length`: the chunk size does not follow the MTU.
     public func currentLength() -> Int { length }
 }
 

@@ -30,9 +30,9 @@ public struct GattRequest: Sendable {
     public var address: String
     /// The service (empty for operation commands: the spec has it).
     public var service: String
-    /// The characteristic.
+    /// The characteristic UUID, as the command gave it.
     public var characteristic: String
-    /// What to do.
+    /// Read, write the given bytes, or run a named operation command.
     public var kind: Kind
     /// How values are given and reported.
     public var valueType: ValueType

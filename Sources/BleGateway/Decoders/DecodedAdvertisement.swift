@@ -5,7 +5,7 @@ import Foundation
 public struct DecodedAdvertisement: Sendable, Equatable {
     /// `brand`, as Theengs names it (`GENERIC` for standard formats).
     public var brand: String
-    /// `model`.
+    /// `model`: the device's model name, as Theengs names it.
     public var model: String
     /// `model_id`.
     public var modelID: String

@@ -114,7 +114,7 @@ public final class Simulator {
     public private(set) var trace: [TraceEntry] = []
     /// Sees each call as it is received (after it joined `trace`).
     public var traceObserver: (@BleLoop (TraceEntry) -> Void)?
-    /// The adapters.
+    /// The `hciN` adapters the simulator exports, from the configuration.
     public private(set) var adapters: [SimAdapter] = []
     /// The virtual peripherals in the air.
     public private(set) var peripherals: [VirtualPeripheral] = []

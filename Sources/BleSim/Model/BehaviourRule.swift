@@ -35,7 +35,7 @@ public struct BehaviourRule: Sendable, Codable, Equatable {
         case disconnect
     }
 
-    /// The trigger.
+    /// What starts the rule: a write, read or subscription on a characteristic, a connect, or a period.
     public var trigger: Trigger
     /// The responses, in order.
     public var responses: [Response]
