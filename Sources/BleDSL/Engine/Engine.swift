@@ -231,6 +231,10 @@ final class Engine: PeripheralLoopObserver {
         switch event {
         case .written(let characteristic, let error):
             guard let command = running, case .exchange = command.kind, characteristic === command.write else { return }
+            // A command that has written nothing cannot have a failed write: the error is an
+            // earlier command's packet, still in BlueZ's hands when that command ended (this
+            // one waits for the write channel to drain before its first chunk).
+            if case .writing(_, 0, _, _) = command.state { return }
             if let error, command.state.isActive {
                 // Refused before it was sent (too long, link down) or failed: the command ends.
                 return end(command, .failure(PeripheralCommandError.writeFailed(BleDSLErrors.bleError(error))))
