@@ -58,7 +58,9 @@ public final class ExampleSession: @unchecked Sendable {
             let parsed = try Scenario.parse(Data(scenario.utf8), name: "\(name)'s scenario")
             let simulator = await parsed.makeSimulator()
             try await simulator.start(on: bus.busAddress)
-            let served = parsed.peripherals.map { $0.name ?? $0.address }.joined(separator: ", ")
+            let names = parsed.peripherals.map { $0.name ?? $0.address }
+            // A crowded room would fill the screen: name the first few.
+            let served = names.count > 6 ? names.prefix(3).joined(separator: ", ") + " and \(names.count - 3) more" : names.joined(separator: ", ")
             print("[\(name)] BleSim serves \(served.isEmpty ? "no peripherals" : served) on a private bus (--sim)")
             return ExampleSession(options: CentralManagerOptions(bus: .address(bus.address), adapter: adapter),
                                   simulator: simulator, bus: bus, arguments: arguments)
