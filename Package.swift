@@ -70,6 +70,7 @@ let package = Package(
         // FXBlueTooth's README manager (Examples/FXBlueToothReadme) as a program, and the two-way chat (seed 001).
         .executableTarget(name: "DeviceManager", dependencies: ["FXBlueToothReadme", "BleDSL", "BleCore", "BleDBus", "BleSim", "ExampleSupport"],
                           path: "Examples/DeviceManager", exclude: ["README.md"]),
+        .executableTarget(name: "Chat", dependencies: ["BleCore", "ExampleSupport"], path: "Examples/Chat", exclude: ["README.md"]),
         .executableTarget(name: "StateAndPermissions", dependencies: ["BleCore", "BleSim", "ExampleSupport"],
                           path: "Examples/StateAndPermissions", exclude: ["README.md"]),
         // Scenarios written once and run against BleSim (make test) and the real bluetoothd (make test-bluez).

@@ -62,6 +62,8 @@ public final class ExampleSession: @unchecked Sendable {
             // A crowded room would fill the screen: name the first few.
             let served = names.count > 6 ? names.prefix(3).joined(separator: ", ") + " and \(names.count - 3) more" : names.joined(separator: ", ")
             print("[\(name)] BleSim serves \(served.isEmpty ? "no peripherals" : served) on a private bus (--sim)")
+            // Before any child process (or BleKit's log on stderr) writes after it.
+            fflush(nil)
             return ExampleSession(options: CentralManagerOptions(bus: .address(bus.address), adapter: adapter),
                                   simulator: simulator, bus: bus, arguments: arguments)
         } catch {

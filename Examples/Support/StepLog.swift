@@ -9,18 +9,21 @@ public final class StepLog: @unchecked Sendable {
     private let start = Date()
     private let expected: [String]
     private var results: [(step: String, passed: Bool, detail: String)] = []
+    private let linePrefix: String
 
-    /// A log for the example `name` whose steps are `expected`, in order.
-    public init(_ name: String, steps expected: [String]) {
+    /// A log for the example `name` whose steps are `expected`, in order; every line starts
+    /// with `linePrefix` (which process said it, when several share a terminal).
+    public init(_ name: String, steps expected: [String], linePrefix: String = "") {
         self.name = name
         self.expected = expected
+        self.linePrefix = linePrefix
     }
 
     /// Prints a line with the time since the start.
     public func note(_ text: String) {
         lock.lock()
         defer { lock.unlock() }
-        print(String(format: "[%6.2f s] ", Date().timeIntervalSince(start)) + text)
+        print(linePrefix + String(format: "[%6.2f s] ", Date().timeIntervalSince(start)) + text)
         fflush(nil)
     }
 
