@@ -53,8 +53,9 @@ if let bus = session.bus {
     }
     let failed = peers.filter { $0.process.isRunning || $0.process.terminationStatus != 0 }.map(\.name)
     if peers.count < 2 || !failed.isEmpty { status = 1 }
+    let problems = (failed.isEmpty ? [] : ["failed: \(failed.joined(separator: ", "))"]) + (peers.count < 2 ? ["only \(peers.count) of 2 peers ran"] : [])
     print(status == 0 ? "verdict: Chat passed: alice and bob chatted, lost a packet, lost the link and relinked"
-                      : "verdict: Chat FAILED (\(failed.isEmpty ? "only \(peers.count) peer(s) ran" : "failed: \(failed.joined(separator: ", "))"))")
+                      : "verdict: Chat FAILED (\(problems.joined(separator: "; ")))")
 } else if arguments.first == "peer", let name = value(after: "--name") {
     let peer = ChatPeer(name: name, freeze: arguments.contains("--freeze"), settings: settings)
     peer.start(central: session.options, server: PeripheralManagerOptions(bus: session.options.bus, adapter: session.options.adapter))

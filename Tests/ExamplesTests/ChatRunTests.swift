@@ -37,6 +37,6 @@ import Testing
         #expect(status == 1, "\(output)")
         #expect(output.contains("bob   | [") && output.contains("gave up after 3 s"), "\(output)")
         #expect(output.contains("verdict: Chat bob FAILED (never ran: linked"), "\(output)")
-        #expect(output.contains("verdict: Chat FAILED (only 1 peer(s) ran)"), "\(output)")
+        #expect(output.contains("verdict: Chat FAILED (failed: bob; only 1 of 2 peers ran)"), "\(output)")
     }
 }
