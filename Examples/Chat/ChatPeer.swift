@@ -81,11 +81,23 @@ final class ChatPeer: CBCentralManagerDelegate, CBPeripheralDelegate, CBPeripher
         } else {
             if advertising { server?.stopAdvertising() }
             advertising = false
-            central?.scanForPeripherals(withServices: [ChatFrame.service], options: nil)
+            scanWhenNotAdvertising(slot: switches, attempts: 10)
         }
         let item = DispatchWorkItem { [weak self] in self?.nextSlot(advertise: !advertise) }
         slotTimer = item
         DispatchQueue.main.asyncAfter(deadline: .now() + Double.random(in: 0.4...1.2), execute: item)
+    }
+
+    /// bluetoothd drops an advertisement a moment after `stopAdvertising()`; scanning before it
+    /// did would scan on an adapter that still advertises (BleKit warns about that), so the
+    /// scan waits until the adapter says so, for at most half a second.
+    private func scanWhenNotAdvertising(slot: Int, attempts: Int) {
+        guard searching, !over, switches == slot, !advertising else { return }
+        guard attempts > 0, central?.isScanningAdapterAdvertising == true else {
+            central?.scanForPeripherals(withServices: [ChatFrame.service], options: nil)
+            return
+        }
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.05) { [weak self] in self?.scanWhenNotAdvertising(slot: slot, attempts: attempts - 1) }
     }
 
     private func stopSearching() {
