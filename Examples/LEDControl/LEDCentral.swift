@@ -14,6 +14,9 @@ final class LEDCentral: CBCentralManagerDelegate, CBPeripheralDelegate, @uncheck
     private var led: CBPeripheral?
     private var state: CBCharacteristic?
     private var phase = "powered on"
+    /// A write whose response has not come yet: the notification can overtake it, and leaving
+    /// before the response makes the write fail with the disconnect.
+    private var writing = false
 
     init(prefix: String = "LED central") { log = StepLog(prefix, steps: LEDCentral.steps) }
 
@@ -105,11 +108,12 @@ final class LEDCentral: CBCentralManagerDelegate, CBPeripheralDelegate, @uncheck
         case "switched on":
             log.step("switched on", passed: value == 1, "the LED says it is \(LEDProtocol.describe(value))")
             phase = "switched off"
+            writing = true
             peripheral.writeValue(Data([0x00]), for: characteristic, type: .withResponse)
         case "switched off":
             log.step("switched off", passed: value == 0, "the LED says it is \(LEDProtocol.describe(value))")
             phase = "disconnected"
-            manager?.cancelPeripheralConnection(peripheral)
+            if !writing { manager?.cancelPeripheralConnection(peripheral) }
         default:
             break
         }
@@ -120,10 +124,13 @@ final class LEDCentral: CBCentralManagerDelegate, CBPeripheralDelegate, @uncheck
         if let error { return fail("subscribing failed: \(error)") }
         log.step("subscribed", passed: characteristic.isNotifying, "notifications on")
         phase = "switched on"
+        writing = true
         peripheral.writeValue(Data([0x01]), for: characteristic, type: .withResponse)
     }
 
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: Error?) {
-        if let error { fail("the write failed: \(error)") }
+        writing = false
+        if let error { return fail("the write failed: \(error)") }
+        if phase == "disconnected" { manager?.cancelPeripheralConnection(peripheral) }
     }
 }
