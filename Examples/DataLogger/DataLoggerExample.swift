@@ -55,6 +55,22 @@ public final class DataLoggerManager: PeripheralDidDisConnect, PeripheralFilter,
     let adapter: CharacteristicAdapter
     let printer: TranscriptPrinter
     var seen = Set<UUID>()
+    private let stateLock = NSLock()
+    private var over = false
+
+    /// The walk-through has ended: its own teardown's disconnect is not a link loss to report
+    /// (it would print after the verdict).
+    func end() {
+        stateLock.lock()
+        over = true
+        stateLock.unlock()
+    }
+
+    private var isOver: Bool {
+        stateLock.lock()
+        defer { stateLock.unlock() }
+        return over
+    }
 
     public init(options: CentralManagerOptions, printer: TranscriptPrinter) {
         manager = BleManager(centralOptions: options)
@@ -80,6 +96,7 @@ public final class DataLoggerManager: PeripheralDidDisConnect, PeripheralFilter,
 
     // PeripheralDidDisConnect
     public func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?) {
+        guard !isOver else { return }
         printer.line("link lost: \(peripheral.address)\(error.map { " (\($0))" } ?? "")")
     }
 
@@ -126,6 +143,7 @@ public enum DataLoggerWalkthrough {
         let logger = DataLoggerManager(options: options, printer: printer)
         var report = WalkthroughReport()
         walk(logger, printer: printer, report: &report)
+        logger.end()
         logger.manager.cancelAll()
         for line in report.summary { printer.line(line) }
         return report
