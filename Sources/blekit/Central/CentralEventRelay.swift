@@ -4,9 +4,9 @@ import Foundation
 // @unchecked: it only forwards into the inbox, which is thread-safe.
 /// The delegate of the CLI's central and peripherals: every callback becomes a `CentralEvent`.
 final class CentralEventRelay: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
-    let inbox: EventInbox
+    let inbox: EventInbox<CentralEvent>
 
-    init(inbox: EventInbox) { self.inbox = inbox }
+    init(inbox: EventInbox<CentralEvent>) { self.inbox = inbox }
 
     func centralManagerDidUpdateState(_ central: CentralManager) { inbox.post(.state(central.state)) }
     func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {

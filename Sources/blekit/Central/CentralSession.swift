@@ -6,7 +6,7 @@ import Foundation
 @MainActor
 final class CentralSession {
     let manager: CentralManager
-    let inbox = EventInbox()
+    let inbox = EventInbox<CentralEvent>()
     private let relay: CentralEventRelay
     private let spinner = Spinner()
     private var signalSources: [any DispatchSourceSignal] = []

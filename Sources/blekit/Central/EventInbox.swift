@@ -1,16 +1,16 @@
 import Foundation
 
 // @unchecked: its state is behind `lock`.
-/// A queue of `CentralEvent`s with one waiter at a time and a deadline on each wait, so a
-/// command never waits silently forever.
-final class EventInbox: @unchecked Sendable {
+/// A queue of events (the central's `CentralEvent`s, the server's `PeripheralEvent`s) with one
+/// waiter at a time and a deadline on each wait, so a command never waits silently forever.
+final class EventInbox<Event: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var buffered: [CentralEvent] = []
-    private var waiter: (id: Int, continuation: CheckedContinuation<CentralEvent?, Never>)?
+    private var buffered: [Event] = []
+    private var waiter: (id: Int, continuation: CheckedContinuation<Event?, Never>)?
     private var nextID = 0
 
     /// Delivers an event to the waiter, or keeps it for the next wait.
-    func post(_ event: CentralEvent) {
+    func post(_ event: Event) {
         lock.lock()
         if let current = waiter {
             waiter = nil
@@ -23,7 +23,7 @@ final class EventInbox: @unchecked Sendable {
     }
 
     /// The next event, or nil when none came before `deadline`.
-    func next(before deadline: Date) async -> CentralEvent? {
+    func next(before deadline: Date) async -> Event? {
         await withCheckedContinuation { continuation in
             lock.lock()
             if !buffered.isEmpty {

@@ -7,7 +7,7 @@ import Foundation
 final class PeripheralServer {
     private let served: ServedPeripheral
     private let invocation: Invocation
-    private let inbox = PeripheralInbox()
+    private let inbox = EventInbox<PeripheralEvent>()
     private var values: [String: Data]
     private var manager: PeripheralManager?
     private var timers: [DispatchSourceTimer] = []
@@ -211,56 +211,6 @@ final class PeripheralServer {
             timer.setEventHandler { inbox.post(.tick(index)) }
             timer.resume()
             timers.append(timer)
-        }
-    }
-}
-
-// @unchecked: its state is behind `lock`.
-/// `PeripheralEvent`s with a deadline on each wait (`EventInbox`'s twin for the peripheral role).
-final class PeripheralInbox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var buffered: [PeripheralEvent] = []
-    private var waiter: (id: Int, continuation: CheckedContinuation<PeripheralEvent?, Never>)?
-    private var nextID = 0
-
-    func post(_ event: PeripheralEvent) {
-        lock.lock()
-        if let current = waiter {
-            waiter = nil
-            lock.unlock()
-            current.continuation.resume(returning: event)
-        } else {
-            buffered.append(event)
-            lock.unlock()
-        }
-    }
-
-    func next(before deadline: Date) async -> PeripheralEvent? {
-        await withCheckedContinuation { continuation in
-            lock.lock()
-            if !buffered.isEmpty {
-                let event = buffered.removeFirst()
-                lock.unlock()
-                continuation.resume(returning: event)
-                return
-            }
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else {
-                lock.unlock()
-                continuation.resume(returning: nil)
-                return
-            }
-            nextID += 1
-            let id = nextID
-            waiter = (id, continuation)
-            lock.unlock()
-            DispatchQueue.global().asyncAfter(deadline: .now() + min(remaining, 86_400)) { [self] in
-                lock.lock()
-                guard let current = waiter, current.id == id else { lock.unlock(); return }
-                waiter = nil
-                lock.unlock()
-                current.continuation.resume(returning: nil)
-            }
         }
     }
 }
