@@ -31,7 +31,12 @@ final class ObjectCache {
 
     /// Subscribes (one broad rule for everything `org.bluez` sends) and starts watching the name.
     func start() throws(DBusError) {
-        signalSubscription = try connection.signals.subscribe(SignalMatch(sender: BlueZ.service)) { [weak self] message in
+        // Notifications, the commonest signal by far, skip decoding a message; the shortcut
+        // runs the same checks as `handle`.
+        let notifications = PropertyValueShortcut(interface: BlueZ.gattCharacteristic, property: BlueZ.GattCharacteristic1.value.name) {
+            [weak self] path, value in self?.notified(path, value)
+        }
+        signalSubscription = try connection.signals.subscribe(SignalMatch(sender: BlueZ.service), shortcut: notifications) { [weak self] message in
             self?.handle(message)
         }
         nameSubscription = try connection.signals.watchName(BlueZ.service) { [weak self] owner in
@@ -128,8 +133,7 @@ final class ObjectCache {
                 // A notification, the commonest signal by far: routed with its bytes, without a
                 // property map, and not stored. The Characteristic keeps what it delivered; the
                 // cache's Value (BlueZ's value at load) only seeds a Characteristic made later.
-                guard objects[path]?[interface] != nil else { return }
-                onEvent?(.notified(path, value))
+                notified(path, value)
                 return
             }
             guard var changed = try? BlueZShapes.propertyMap(message.body[1]),
@@ -157,6 +161,12 @@ final class ObjectCache {
         default:
             break
         }
+    }
+
+    /// A characteristic's `Value` changed alone: delivered when the object is known.
+    private func notified(_ path: ObjectPath, _ value: Data) {
+        guard isLoaded, objects[path]?[BlueZ.gattCharacteristic] != nil else { return }
+        onEvent?(.notified(path, value))
     }
 
     /// The bytes of a `PropertiesChanged` that changes `Value` alone (`{Value: ay}`, nothing

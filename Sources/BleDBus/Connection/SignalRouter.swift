@@ -22,6 +22,11 @@ public final class SignalRouter {
     private var ruleCounts: [String: Int] = [:]
     private var owners: [String: NameOwner] = [:]
     private var nameWatchers: [String: [UInt64: @BleLoop (String?) -> Void]] = [:]
+    /// The one subscription whose commonest signal skips decoding (`PropertyValueShortcut`).
+    var activeShortcut: ActiveShortcut?
+    /// Whether signals may take a subscription's `PropertyValueShortcut`; off, every signal
+    /// takes the general path (to compare the two, or to rule the shortcut out when diagnosing).
+    public var shortcutsEnabled = true
 
     private enum NameOwner {
         case unknown(changedSinceQuery: Bool)
@@ -57,8 +62,14 @@ public final class SignalRouter {
         }
     }
 
+    /// The id of the subscription made last.
+    var lastSubscriptionID: UInt64 { nextID - 1 }
+
+    func subscriptionExists(_ id: UInt64) -> Bool { subscriptions[id] != nil }
+
     private func unsubscribe(_ id: UInt64) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+        if activeShortcut?.id == id { activeShortcut = nil }
         if let path = subscription.match.path {
             byPath[path]?.removeAll { $0 == id }
             if byPath[path]?.isEmpty == true { byPath.removeValue(forKey: path) }

@@ -1,0 +1,105 @@
+import CDBus
+import Foundation
+
+/// A cheaper way for one subscription to receive the commonest signal on a BLE client's bus: a
+/// `PropertiesChanged` of `interface` that changes `property` alone, to a byte array, and
+/// invalidates nothing (every GATT notification over StartNotify). Its path and bytes are read
+/// straight from libdbus and handed to `handler`, with no `DBusMessage` decoded and no generic
+/// routing; every other signal still reaches the subscription's general handler.
+///
+/// The router takes the shortcut only when the general path would deliver the signal to this
+/// subscription alone: it is the connection's only subscription, and the sender is the current
+/// owner of the subscription's well-known name. In every other case (an unknown owner, another
+/// sender, another shape, a tracer set) the signal takes the general path, which decides as it
+/// always did, so a forged signal is refused by the same rule either way. `handler` must do what
+/// the general handler does with such a signal.
+public struct PropertyValueShortcut {
+    /// The interface named by the signal's first argument, such as `org.bluez.GattCharacteristic1`.
+    public let interface: String
+    /// The one property the signal changes, such as `Value`.
+    public let property: String
+    /// Receives the object's path and the property's bytes, on the loop, in arrival order.
+    public let handler: @BleLoop (ObjectPath, Data) -> Void
+
+    /// A shortcut for `PropertiesChanged(interface, {property: ay}, [])`.
+    public init(interface: String, property: String, handler: @escaping @BleLoop (ObjectPath, Data) -> Void) {
+        self.interface = interface
+        self.property = property
+        self.handler = handler
+    }
+}
+
+/// A shortcut attached to one live subscription.
+struct ActiveShortcut {
+    let id: UInt64
+    let sender: String
+    let shortcut: PropertyValueShortcut
+}
+
+extension SignalRouter {
+    /// Like `subscribe(_:handler:)`, and signals of `shortcut`'s shape reach `shortcut.handler`
+    /// instead of `handler` (see `PropertyValueShortcut` for when). `match` must name a
+    /// well-known sender and nothing else: the shortcut checks the sender only.
+    public func subscribe(_ match: SignalMatch, shortcut: PropertyValueShortcut,
+                          handler: @escaping Handler) throws(DBusError) -> SignalSubscription {
+        guard let sender = match.sender, !sender.hasPrefix(":"), match.path == nil, match.pathNamespace == nil,
+              match.interface == nil, match.member == nil, match.arg0 == nil else {
+            throw .invalidArgument("a property-value shortcut needs a match on a well-known sender alone")
+        }
+        let subscription = try subscribe(match, handler: handler)
+        activeShortcut = ActiveShortcut(id: lastSubscriptionID, sender: sender, shortcut: shortcut)
+        return subscription
+    }
+
+    /// Delivers `rawMessage` through the shortcut when it has the shortcut's shape and the
+    /// general path would deliver it to the shortcut's subscription alone; false otherwise
+    /// (the caller then routes it the general way).
+    func routeThroughShortcut(_ rawMessage: OpaquePointer) -> Bool {
+        guard let active = activeShortcut, shortcutsEnabled,
+              dbus_message_get_type(rawMessage) == Int32(DBUS_MESSAGE_TYPE_SIGNAL),
+              subscriptionCount == 1, subscriptionExists(active.id),
+              dbus_message_is_signal(rawMessage, "org.freedesktop.DBus.Properties", "PropertiesChanged") != 0,
+              dbus_message_has_signature(rawMessage, "sa{sv}as") != 0,
+              let owner = currentOwner(of: active.sender),
+              let sender = dbus_message_get_sender(rawMessage),
+              owner.withCString({ strcmp($0, sender) }) == 0,
+              let rawPath = dbus_message_get_path(rawMessage) else { return false }
+        var arguments = DBusMessageIter()
+        guard dbus_message_iter_init(rawMessage, &arguments) != 0,
+              Self.stringArgument(&arguments, equals: active.shortcut.interface),
+              dbus_message_iter_next(&arguments) != 0 else { return false }
+        var entries = DBusMessageIter()
+        dbus_message_iter_recurse(&arguments, &entries)
+        guard dbus_message_iter_get_arg_type(&entries) == DBUS_TYPE_DICT_ENTRY else { return false }
+        var entry = DBusMessageIter()
+        dbus_message_iter_recurse(&entries, &entry)
+        guard Self.stringArgument(&entry, equals: active.shortcut.property), dbus_message_iter_next(&entry) != 0 else { return false }
+        var variant = DBusMessageIter()
+        dbus_message_iter_recurse(&entry, &variant)
+        guard dbus_message_iter_get_arg_type(&variant) == DBUS_TYPE_ARRAY,
+              dbus_message_iter_get_element_type(&variant) == DBUS_TYPE_BYTE,
+              // Exactly one changed property, and nothing invalidated.
+              dbus_message_iter_next(&entries) == 0, dbus_message_iter_next(&arguments) != 0 else { return false }
+        var invalidated = DBusMessageIter()
+        dbus_message_iter_recurse(&arguments, &invalidated)
+        guard dbus_message_iter_get_arg_type(&invalidated) == DBUS_TYPE_INVALID else { return false }
+        var bytes = DBusMessageIter()
+        dbus_message_iter_recurse(&variant, &bytes)
+        var start: UnsafeMutableRawPointer?
+        var count: Int32 = 0
+        dbus_message_iter_get_fixed_array(&bytes, &start, &count)
+        let value: Data
+        if let start, count > 0 { value = Data(bytes: start, count: Int(count)) } else { value = Data() }
+        // libdbus validated the header's path when it read the message.
+        active.shortcut.handler(ObjectPath(unchecked: String(cString: rawPath)), value)
+        return true
+    }
+
+    private static func stringArgument(_ iterator: inout DBusMessageIter, equals expected: String) -> Bool {
+        guard dbus_message_iter_get_arg_type(&iterator) == DBUS_TYPE_STRING else { return false }
+        var text: UnsafePointer<CChar>?
+        dbus_message_iter_get_basic(&iterator, &text)
+        guard let text else { return false }
+        return expected.withCString { strcmp($0, text) } == 0
+    }
+}
