@@ -24,6 +24,9 @@ final class ObjectCache {
     private var nameSubscription: SignalSubscription?
     private var loadGeneration = 0
     var onEvent: (@BleLoop (CacheEvent) -> Void)?
+    /// Receives notifications (`CacheEvent.notified`) without the event around them, when set:
+    /// the commonest event skips the general switch.
+    var onNotified: (@BleLoop (ObjectPath, Data) -> Void)?
 
     init(connection: Connection) {
         self.connection = connection
@@ -166,7 +169,7 @@ final class ObjectCache {
     /// A characteristic's `Value` changed alone: delivered when the object is known.
     private func notified(_ path: ObjectPath, _ value: Data) {
         guard isLoaded, objects[path]?[BlueZ.gattCharacteristic] != nil else { return }
-        onEvent?(.notified(path, value))
+        if let onNotified { onNotified(path, value) } else { onEvent?(.notified(path, value)) }
     }
 
     /// The bytes of a `PropertiesChanged` that changes `Value` alone (`{Value: ay}`, nothing

@@ -94,6 +94,7 @@ final class BlueZSession {
         }
         let cache = ObjectCache(connection: connection)
         cache.onEvent = { [weak self] event in self?.route(event) }
+        cache.onNotified = { [weak self] path, value in self?.peripheral(containing: path)?.valueNotified(path, value) }
         self.cache = cache
         phase = .open
         do {

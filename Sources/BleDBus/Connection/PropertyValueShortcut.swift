@@ -33,7 +33,18 @@ public struct PropertyValueShortcut {
 struct ActiveShortcut {
     let id: UInt64
     let sender: String
-    let shortcut: PropertyValueShortcut
+    let handler: @BleLoop (ObjectPath, Data) -> Void
+    /// The shortcut's names as C text, compared with `strcmp` against libdbus's.
+    let interface: ContiguousArray<CChar>
+    let property: ContiguousArray<CChar>
+
+    init(id: UInt64, sender: String, shortcut: PropertyValueShortcut) {
+        self.id = id
+        self.sender = sender
+        handler = shortcut.handler
+        interface = ContiguousArray(shortcut.interface.utf8CString)
+        property = ContiguousArray(shortcut.property.utf8CString)
+    }
 }
 
 extension SignalRouter {
@@ -57,23 +68,23 @@ extension SignalRouter {
     func routeThroughShortcut(_ rawMessage: OpaquePointer) -> Bool {
         guard let active = activeShortcut, shortcutsEnabled,
               dbus_message_get_type(rawMessage) == Int32(DBUS_MESSAGE_TYPE_SIGNAL),
-              subscriptionCount == 1, subscriptionExists(active.id),
+              // Its own subscription is the only one (cancelling it removes the shortcut).
+              subscriptionCount == 1,
               dbus_message_is_signal(rawMessage, "org.freedesktop.DBus.Properties", "PropertiesChanged") != 0,
               dbus_message_has_signature(rawMessage, "sa{sv}as") != 0,
-              let owner = currentOwner(of: active.sender),
-              let sender = dbus_message_get_sender(rawMessage),
-              owner.withCString({ strcmp($0, sender) }) == 0,
+              let owner = shortcutOwner, let sender = dbus_message_get_sender(rawMessage),
+              Self.equal(owner, sender),
               let rawPath = dbus_message_get_path(rawMessage) else { return false }
         var arguments = DBusMessageIter()
         guard dbus_message_iter_init(rawMessage, &arguments) != 0,
-              Self.stringArgument(&arguments, equals: active.shortcut.interface),
+              Self.stringArgument(&arguments, equals: active.interface),
               dbus_message_iter_next(&arguments) != 0 else { return false }
         var entries = DBusMessageIter()
         dbus_message_iter_recurse(&arguments, &entries)
         guard dbus_message_iter_get_arg_type(&entries) == DBUS_TYPE_DICT_ENTRY else { return false }
         var entry = DBusMessageIter()
         dbus_message_iter_recurse(&entries, &entry)
-        guard Self.stringArgument(&entry, equals: active.shortcut.property), dbus_message_iter_next(&entry) != 0 else { return false }
+        guard Self.stringArgument(&entry, equals: active.property), dbus_message_iter_next(&entry) != 0 else { return false }
         var variant = DBusMessageIter()
         dbus_message_iter_recurse(&entry, &variant)
         guard dbus_message_iter_get_arg_type(&variant) == DBUS_TYPE_ARRAY,
@@ -91,15 +102,19 @@ extension SignalRouter {
         let value: Data
         if let start, count > 0 { value = Data(bytes: start, count: Int(count)) } else { value = Data() }
         // libdbus validated the header's path when it read the message.
-        active.shortcut.handler(ObjectPath(unchecked: String(cString: rawPath)), value)
+        active.handler(ObjectPath(unchecked: String(cString: rawPath)), value)
         return true
     }
 
-    private static func stringArgument(_ iterator: inout DBusMessageIter, equals expected: String) -> Bool {
+    private static func stringArgument(_ iterator: inout DBusMessageIter, equals expected: ContiguousArray<CChar>) -> Bool {
         guard dbus_message_iter_get_arg_type(&iterator) == DBUS_TYPE_STRING else { return false }
         var text: UnsafePointer<CChar>?
         dbus_message_iter_get_basic(&iterator, &text)
         guard let text else { return false }
-        return expected.withCString { strcmp($0, text) } == 0
+        return equal(expected, text)
+    }
+
+    private static func equal(_ expected: ContiguousArray<CChar>, _ text: UnsafePointer<CChar>) -> Bool {
+        expected.withUnsafeBufferPointer { buffer in buffer.baseAddress.map { strcmp($0, text) == 0 } ?? false }
     }
 }

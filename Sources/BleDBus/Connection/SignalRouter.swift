@@ -20,10 +20,18 @@ public final class SignalRouter {
     private var pathless: [UInt64] = []
     private var nextID: UInt64 = 1
     private var ruleCounts: [String: Int] = [:]
-    private var owners: [String: NameOwner] = [:]
+    private var owners: [String: NameOwner] = [:] {
+        // Owners change a few times per bluetoothd life; the shortcut reads its sender's on
+        // every notification.
+        didSet { refreshShortcutOwner() }
+    }
     private var nameWatchers: [String: [UInt64: @BleLoop (String?) -> Void]] = [:]
     /// The one subscription whose commonest signal skips decoding (`PropertyValueShortcut`).
-    var activeShortcut: ActiveShortcut?
+    var activeShortcut: ActiveShortcut? {
+        didSet { refreshShortcutOwner() }
+    }
+    /// The current owner of the shortcut's sender, when known.
+    var shortcutOwner: ContiguousArray<CChar>?
     /// Whether signals may take a subscription's `PropertyValueShortcut`; off, every signal
     /// takes the general path (to compare the two, or to rule the shortcut out when diagnosing).
     public var shortcutsEnabled = true
@@ -65,7 +73,14 @@ public final class SignalRouter {
     /// The id of the subscription made last.
     var lastSubscriptionID: UInt64 { nextID - 1 }
 
-    func subscriptionExists(_ id: UInt64) -> Bool { subscriptions[id] != nil }
+    /// Keeps the shortcut's copy of its sender's owner (as C text, for `strcmp`) current.
+    func refreshShortcutOwner() {
+        guard let sender = activeShortcut?.sender, case .owned(let owner)? = owners[sender] else {
+            shortcutOwner = nil
+            return
+        }
+        shortcutOwner = ContiguousArray(owner.utf8CString)
+    }
 
     private func unsubscribe(_ id: UInt64) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { return }
