@@ -18,6 +18,16 @@ import Testing
         var throughShortcut = 0
     }
 
+    /// Logs what the shortcut delivers.
+    final class Receiver: PropertyValueReceiver {
+        let seen: LoopBox<Seen>
+        init(_ seen: LoopBox<Seen>) { self.seen = seen }
+        func propertyValueChanged(_ path: ObjectPath, _ value: Data) {
+            seen.value.log.append("value \(path.rawValue) \(PropertyValueShortcutTests.hex(value))")
+            seen.value.throughShortcut += 1
+        }
+    }
+
     static func changed(_ entries: [(String, DBusValue)]) -> DBusValue {
         .dictionary(key: .string, value: .variant, entries.map { DBusDictionaryEntry(key: .string($0.0), value: .variant($0.1)) })
     }
@@ -47,10 +57,8 @@ import Testing
         client.signals.shortcutsEnabled = shortcutsEnabled
         let seen = LoopBox(Seen())
         let done = Mailbox<Void>("done")
-        let shortcut = PropertyValueShortcut(interface: Self.characteristic, property: "Value") { path, value in
-            seen.value.log.append("value \(path.rawValue) \(Self.hex(value))")
-            seen.value.throughShortcut += 1
-        }
+        let receiver = Receiver(seen)
+        let shortcut = PropertyValueShortcut(interface: Self.characteristic, property: "Value", receiver: receiver)
         let subscription = try client.signals.subscribe(SignalMatch(sender: Self.name), shortcut: shortcut) { message in
             if message.member == "Done" { done.post(()); return }
             seen.value.log.append(Self.describe(message))
@@ -87,7 +95,7 @@ import Testing
         }
         try owner.emitSignal(path: path, interface: "com.example.Other", member: "Done")
         try await done.next()
-        withExtendedLifetime((subscription, watch)) {}
+        withExtendedLifetime((subscription, watch, receiver)) {}
         return seen.value
     }
 
@@ -110,10 +118,12 @@ import Testing
         defer { bus.stop() }
         let client = try await Connection.open(bus.busAddress)
         defer { client.close() }
-        let shortcut = PropertyValueShortcut(interface: Self.characteristic, property: "Value") { _, _ in }
+        let receiver = Receiver(LoopBox(Seen()))
+        let shortcut = PropertyValueShortcut(interface: Self.characteristic, property: "Value", receiver: receiver)
         for match in [SignalMatch(sender: Self.name, interface: Self.properties), SignalMatch(sender: ":1.1"), SignalMatch(interface: Self.properties)] {
             #expect(throws: DBusError.self) { _ = try client.signals.subscribe(match, shortcut: shortcut) { _ in } }
         }
         #expect(client.signals.subscriptionCount == 0)
+        withExtendedLifetime(receiver) {}
     }
 }

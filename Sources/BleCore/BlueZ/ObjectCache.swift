@@ -24,9 +24,9 @@ final class ObjectCache {
     private var nameSubscription: SignalSubscription?
     private var loadGeneration = 0
     var onEvent: (@BleLoop (CacheEvent) -> Void)?
-    /// Receives notifications (`CacheEvent.notified`) without the event around them, when set:
-    /// the commonest event skips the general switch.
-    var onNotified: (@BleLoop (ObjectPath, Data) -> Void)?
+    /// Receives notifications (`CacheEvent.notified`) straight, when set: the commonest event
+    /// skips the general switch and the closure's isolation check.
+    weak var notificationRouter: BlueZSession?
 
     init(connection: Connection) {
         self.connection = connection
@@ -36,9 +36,8 @@ final class ObjectCache {
     func start() throws(DBusError) {
         // Notifications, the commonest signal by far, skip decoding a message; the shortcut
         // runs the same checks as `handle`.
-        let notifications = PropertyValueShortcut(interface: BlueZ.gattCharacteristic, property: BlueZ.GattCharacteristic1.value.name) {
-            [weak self] path, value in self?.notified(path, value)
-        }
+        let notifications = PropertyValueShortcut(interface: BlueZ.gattCharacteristic, property: BlueZ.GattCharacteristic1.value.name,
+                                                  receiver: self)
         signalSubscription = try connection.signals.subscribe(SignalMatch(sender: BlueZ.service), shortcut: notifications) { [weak self] message in
             self?.handle(message)
         }
@@ -167,9 +166,9 @@ final class ObjectCache {
     }
 
     /// A characteristic's `Value` changed alone: delivered when the object is known.
-    private func notified(_ path: ObjectPath, _ value: Data) {
+    func notified(_ path: ObjectPath, _ value: Data) {
         guard isLoaded, objects[path]?[BlueZ.gattCharacteristic] != nil else { return }
-        if let onNotified { onNotified(path, value) } else { onEvent?(.notified(path, value)) }
+        if let notificationRouter { notificationRouter.routeNotification(path, value) } else { onEvent?(.notified(path, value)) }
     }
 
     /// The bytes of a `PropertiesChanged` that changes `Value` alone (`{Value: ay}`, nothing
@@ -239,4 +238,9 @@ final class ObjectCache {
         devicesByAdapter.removeAll()
         for path in objects.keys { index(path) }
     }
+}
+
+extension ObjectCache: PropertyValueReceiver {
+    /// The notification shortcut's signals: the same as `handle`'s notifications.
+    func propertyValueChanged(_ path: ObjectPath, _ value: Data) { notified(path, value) }
 }

@@ -94,7 +94,7 @@ final class BlueZSession {
         }
         let cache = ObjectCache(connection: connection)
         cache.onEvent = { [weak self] event in self?.route(event) }
-        cache.onNotified = { [weak self] path, value in self?.peripheral(containing: path)?.valueNotified(path, value) }
+        cache.notificationRouter = self
         self.cache = cache
         phase = .open
         do {
@@ -163,6 +163,11 @@ final class BlueZSession {
         guard let device = path.ancestor(depth: ObjectCache.deviceDepth), let peripheral = routes[device] else { return nil }
         attributeRoutes[path] = peripheral
         return peripheral
+    }
+
+    /// A notification from the cache, routed to its peripheral.
+    func routeNotification(_ path: ObjectPath, _ value: Data) {
+        peripheral(containing: path)?.valueNotified(path, value)
     }
 
     /// Every registered peripheral.

@@ -18,32 +18,42 @@ public struct PropertyValueShortcut {
     public let interface: String
     /// The one property the signal changes, such as `Value`.
     public let property: String
-    /// Receives the object's path and the property's bytes, on the loop, in arrival order.
-    public let handler: @BleLoop (ObjectPath, Data) -> Void
+    /// Receives the object's path and the property's bytes, on the loop, in arrival order; not
+    /// kept alive by the shortcut.
+    public weak var receiver: (any PropertyValueReceiver)?
 
     /// A shortcut for `PropertiesChanged(interface, {property: ay}, [])`.
-    public init(interface: String, property: String, handler: @escaping @BleLoop (ObjectPath, Data) -> Void) {
+    public init(interface: String, property: String, receiver: any PropertyValueReceiver) {
         self.interface = interface
         self.property = property
-        self.handler = handler
+        self.receiver = receiver
     }
 }
 
-/// A shortcut attached to one live subscription.
-struct ActiveShortcut {
+/// The receiver of a `PropertyValueShortcut`. A protocol rather than a closure: a loop-isolated
+/// closure checks its isolation with the concurrency runtime on every call, which would cost a
+/// notification about as much as the shortcut saves.
+@BleLoop
+public protocol PropertyValueReceiver: AnyObject {
+    /// `property` of the object at `path` changed to `value` (see `PropertyValueShortcut`).
+    func propertyValueChanged(_ path: ObjectPath, _ value: Data)
+}
+
+/// A shortcut attached to one live subscription; a class, so that reading it per signal
+/// retains one reference rather than each of its fields.
+final class ActiveShortcut {
     let id: UInt64
     let sender: String
-    let handler: @BleLoop (ObjectPath, Data) -> Void
-    /// The shortcut's names as C text, compared with `strcmp` against libdbus's.
-    let interface: ContiguousArray<CChar>
-    let property: ContiguousArray<CChar>
+    let interface: String
+    let property: String
+    weak var receiver: (any PropertyValueReceiver)?
 
     init(id: UInt64, sender: String, shortcut: PropertyValueShortcut) {
         self.id = id
         self.sender = sender
-        handler = shortcut.handler
-        interface = ContiguousArray(shortcut.interface.utf8CString)
-        property = ContiguousArray(shortcut.property.utf8CString)
+        interface = shortcut.interface
+        property = shortcut.property
+        receiver = shortcut.receiver
     }
 }
 
@@ -73,7 +83,7 @@ extension SignalRouter {
               dbus_message_is_signal(rawMessage, "org.freedesktop.DBus.Properties", "PropertiesChanged") != 0,
               dbus_message_has_signature(rawMessage, "sa{sv}as") != 0,
               let owner = shortcutOwner, let sender = dbus_message_get_sender(rawMessage),
-              Self.equal(owner, sender),
+              owner.withCString({ strcmp($0, sender) }) == 0,
               let rawPath = dbus_message_get_path(rawMessage) else { return false }
         var arguments = DBusMessageIter()
         guard dbus_message_iter_init(rawMessage, &arguments) != 0,
@@ -102,19 +112,15 @@ extension SignalRouter {
         let value: Data
         if let start, count > 0 { value = Data(bytes: start, count: Int(count)) } else { value = Data() }
         // libdbus validated the header's path when it read the message.
-        active.handler(ObjectPath(unchecked: String(cString: rawPath)), value)
+        active.receiver?.propertyValueChanged(ObjectPath(unchecked: String(cString: rawPath)), value)
         return true
     }
 
-    private static func stringArgument(_ iterator: inout DBusMessageIter, equals expected: ContiguousArray<CChar>) -> Bool {
+    private static func stringArgument(_ iterator: inout DBusMessageIter, equals expected: String) -> Bool {
         guard dbus_message_iter_get_arg_type(&iterator) == DBUS_TYPE_STRING else { return false }
         var text: UnsafePointer<CChar>?
         dbus_message_iter_get_basic(&iterator, &text)
         guard let text else { return false }
-        return equal(expected, text)
-    }
-
-    private static func equal(_ expected: ContiguousArray<CChar>, _ text: UnsafePointer<CChar>) -> Bool {
-        expected.withUnsafeBufferPointer { buffer in buffer.baseAddress.map { strcmp($0, text) == 0 } ?? false }
+        return expected.withCString { strcmp($0, text) } == 0
     }
 }

@@ -31,7 +31,7 @@ public final class SignalRouter {
         didSet { refreshShortcutOwner() }
     }
     /// The current owner of the shortcut's sender, when known.
-    var shortcutOwner: ContiguousArray<CChar>?
+    var shortcutOwner: String?
     /// Whether signals may take a subscription's `PropertyValueShortcut`; off, every signal
     /// takes the general path (to compare the two, or to rule the shortcut out when diagnosing).
     public var shortcutsEnabled = true
@@ -73,13 +73,13 @@ public final class SignalRouter {
     /// The id of the subscription made last.
     var lastSubscriptionID: UInt64 { nextID - 1 }
 
-    /// Keeps the shortcut's copy of its sender's owner (as C text, for `strcmp`) current.
+    /// Keeps the shortcut's copy of its sender's owner current.
     func refreshShortcutOwner() {
         guard let sender = activeShortcut?.sender, case .owned(let owner)? = owners[sender] else {
             shortcutOwner = nil
             return
         }
-        shortcutOwner = ContiguousArray(owner.utf8CString)
+        shortcutOwner = owner
     }
 
     private func unsubscribe(_ id: UInt64) {
