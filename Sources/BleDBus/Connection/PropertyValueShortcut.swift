@@ -4,15 +4,15 @@ import Foundation
 /// A cheaper way for one subscription to receive the commonest signal on a BLE client's bus: a
 /// `PropertiesChanged` of `interface` that changes `property` alone, to a byte array, and
 /// invalidates nothing (every GATT notification over StartNotify). Its path and bytes are read
-/// straight from libdbus and handed to `handler`, with no `DBusMessage` decoded and no generic
+/// straight from libdbus and handed to `receiver`, with no `DBusMessage` decoded and no generic
 /// routing; every other signal still reaches the subscription's general handler.
 ///
 /// The router takes the shortcut only when the general path would deliver the signal to this
 /// subscription alone: it is the connection's only subscription, and the sender is the current
 /// owner of the subscription's well-known name. In every other case (an unknown owner, another
 /// sender, another shape, a tracer set) the signal takes the general path, which decides as it
-/// always did, so a forged signal is refused by the same rule either way. `handler` must do what
-/// the general handler does with such a signal.
+/// always did, so a forged signal is refused by the same rule either way. `receiver` must do
+/// what the general handler does with such a signal.
 public struct PropertyValueShortcut {
     /// The interface named by the signal's first argument, such as `org.bluez.GattCharacteristic1`.
     public let interface: String
@@ -58,7 +58,7 @@ final class ActiveShortcut {
 }
 
 extension SignalRouter {
-    /// Like `subscribe(_:handler:)`, and signals of `shortcut`'s shape reach `shortcut.handler`
+    /// Like `subscribe(_:handler:)`, and signals of `shortcut`'s shape reach `shortcut.receiver`
     /// instead of `handler` (see `PropertyValueShortcut` for when). `match` must name a
     /// well-known sender and nothing else: the shortcut checks the sender only.
     public func subscribe(_ match: SignalMatch, shortcut: PropertyValueShortcut,
