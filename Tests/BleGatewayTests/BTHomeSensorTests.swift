@@ -50,7 +50,7 @@ struct BTHomeSensorTests {
 
         let frame = try #require(recorder.messages.reversed().compactMap { $0.topic.hasSuffix("/undecoded") ? $0.json : nil }
             .first { $0["id"] == .string(address) && $0["servicedatauuid"] == .string("fcd2") })
-        guard let (status, output) = try runOutsideDecoders(.array([.object([("undecoded", frame), ("published", try #require(recorder.latest(message.topic)))])])) else {
+        guard let (status, output) = try await runOutsideDecoders(.array([.object([("undecoded", frame), ("published", try #require(recorder.latest(message.topic)))])])) else {
             print("⚠️ SKIPPED the bthome-ble check: PyPI is unreachable, bthome-ble cannot be installed")
             return
         }

@@ -97,7 +97,7 @@ struct GatewayFormatTests {
             }
             pairs.append(.object([("undecoded", frame), ("published", published)]))
         }
-        guard let (status, output) = try runOutsideDecoders(.array(pairs)) else {
+        guard let (status, output) = try await runOutsideDecoders(.array(pairs)) else {
             print("⚠️ SKIPPED the outside-decoder check: PyPI is unreachable, theengsdecoder/bthome-ble cannot be installed")
             return
         }

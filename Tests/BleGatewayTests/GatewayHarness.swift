@@ -107,7 +107,17 @@ func gatewayConfiguration(name: String, port: Int32, bus: SimulatorFixture, adap
 
 /// Runs the outside decoders (PyPI's theengsdecoder and bthome-ble, in .build's venv) on
 /// `pairs`; nil when PyPI is unreachable (the caller skips loudly), else the checker's output and status.
-func runOutsideDecoders(_ pairs: JSONValue) throws -> (status: Int32?, output: String)? {
+/// The first run installs the venv (tens of seconds): the waiting happens on a thread of its own,
+/// never on the caller's, which is often the loop every other test of the process needs.
+func runOutsideDecoders(_ pairs: JSONValue) async throws -> (status: Int32?, output: String)? {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try runOutsideDecodersBlocking(pairs) })
+        }
+    }
+}
+
+private func runOutsideDecodersBlocking(_ pairs: JSONValue) throws -> (status: Int32?, output: String)? {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     let setup = try ChildProcess(arguments: ["/bin/bash", root.appendingPathComponent("scripts/gateway-python").path], standardErrorPath: nil)
     let (status, output) = setup.runToCompletion(timeout: 600)
