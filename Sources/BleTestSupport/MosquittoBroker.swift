@@ -85,10 +85,19 @@ public final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
-    /// Starts it again on the same port.
+    /// Starts it again on the same port. Another program may have been given that port in the
+    /// meantime (the kernel hands it out as an ephemeral port once it is free), so a busy port is
+    /// tried again until `timeout`.
     public func restart(timeout: TimeInterval = 10) throws {
         stop()
-        try start(timeout: timeout)
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            do {
+                return try start(timeout: max(deadline.timeIntervalSinceNow, 1))
+            } catch StartError.notReady(let log) where log.contains("Address already in use") && Date() < deadline {
+                usleep(100_000)
+            }
+        }
     }
 
     deinit {

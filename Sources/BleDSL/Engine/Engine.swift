@@ -33,6 +33,9 @@ final class Engine: PeripheralLoopObserver {
         var state: CommandState = .queued
         var timer: LoopTimer?
         var writeType: CharacteristicWriteType = .withResponse
+        /// The response characteristic's notifications were off at the start: nothing is
+        /// written until they are on, or the answer could come before the subscription and be lost.
+        var awaitingNotifications = false
         let kind: Kind
 
         init(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
@@ -167,15 +170,18 @@ final class Engine: PeripheralLoopObserver {
         command.state = .writing(chunks: chunks, next: 0, awaitingAck: false, buffer: [])
         restartTimer(command)
         if !command.read.isNotifyingOnLoop {
-            // The response arrives as notifications; make sure they are on (idempotent in BleCore).
+            // The response arrives as notifications: turn them on, and write once they are.
+            command.awaitingNotifications = true
             peripheral.performSetNotify(true, command.read)
+            return
         }
         pump(command)
     }
 
     /// Writes as many chunks as flow control allows.
     private func pump(_ command: Command) {
-        guard case .writing(let chunks, var next, let awaitingAck, let buffer) = command.state, !awaitingAck else { return }
+        guard !command.awaitingNotifications,
+              case .writing(let chunks, var next, let awaitingAck, let buffer) = command.state, !awaitingAck else { return }
         guard let peripheral = command.peripheral else { return end(command, .failure(PeripheralCommandError.disconnected)) }
         while next < chunks.count {
             switch command.writeType {
@@ -210,9 +216,13 @@ final class Engine: PeripheralLoopObserver {
 
     func peripheral(_ peripheral: Peripheral, notificationStateOf characteristic: Characteristic, isOn: Bool, error: BleError?) {
         // The response can only come as notifications: without them the command cannot end well.
-        guard let error, let command = running, case .exchange = command.kind, characteristic === command.read,
+        guard let command = running, case .exchange = command.kind, characteristic === command.read,
               command.state.isActive else { return }
-        end(command, .failure(PeripheralCommandError.notificationFailed(error)))
+        if let error { return end(command, .failure(PeripheralCommandError.notificationFailed(error))) }
+        if isOn, command.awaitingNotifications {
+            command.awaitingNotifications = false
+            pump(command)
+        }
     }
 
     func peripheralIsReadyToWriteWithoutResponse(_ peripheral: Peripheral) {
