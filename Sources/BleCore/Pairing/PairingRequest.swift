@@ -10,7 +10,7 @@ import Foundation
 /// from any thread, now or later. Only the first answer counts. A request left unanswered
 /// until the agent's `requestTimeout` is answered `org.bluez.Error.Canceled`, and the delegate
 /// hears `didCancel`, so bluetoothd never waits on BleKit.
-public final class PairingRequest: @unchecked Sendable {
+public final class PairingRequest: Sendable {
     /// What is asked.
     public enum Kind: Sendable, Equatable {
         /// `RequestConfirmation`: does the peer show this passkey? (numeric comparison) Answer

@@ -12,7 +12,7 @@ import Foundation
 /// Long values: a long read arrives as one request per chunk, each with its `offset` (answer
 /// with the bytes from there); a long (prepared) write arrives, once the central executes it,
 /// as one request per prepared chunk with its offset, in order.
-public final class ATTRequest: @unchecked Sendable, CustomStringConvertible {
+public final class ATTRequest: Sendable, CustomStringConvertible {
     /// Which central asked.
     public let central: Central
     /// The characteristic read or written.

@@ -3,7 +3,7 @@ import Foundation
 
 /// One advertisement registered with bluetoothd: a handle. Releasing it (or `cancel()`)
 /// unregisters the advertisement; after a bluetoothd restart it is registered again by itself.
-public final class AdvertisementRegistration: @unchecked Sendable, CustomStringConvertible {
+public final class AdvertisementRegistration: Sendable, CustomStringConvertible {
     /// Where the registration is.
     public enum State: Sendable, Equatable {
         /// Sent to bluetoothd, or waiting for it (adapter off, daemon away).
@@ -23,7 +23,7 @@ public final class AdvertisementRegistration: @unchecked Sendable, CustomStringC
     /// The exported `LEAdvertisement1` object's path.
     public let path: String
     private let current = Locked<State>(.registering)
-    weak var manager: PeripheralManager?
+    weak let manager: PeripheralManager?
 
     init(advertisement: Advertisement, path: String, manager: PeripheralManager) {
         self.advertisement = advertisement

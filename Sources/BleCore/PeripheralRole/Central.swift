@@ -2,7 +2,7 @@ import Foundation
 
 /// A central connected to this machine's adapter, as CoreBluetooth's `CBCentral`: the
 /// `Device1` object bluetoothd creates on the serving adapter for the incoming link.
-public final class Central: @unchecked Sendable, CustomStringConvertible {
+public final class Central: Sendable, CustomStringConvertible {
     /// Stable for this central on this adapter (derived from both addresses, like a `Peripheral`'s).
     public let identifier: UUID
     /// The central's Bluetooth address, or `unidentified` (see `isIdentified`).

@@ -6,7 +6,7 @@ import Foundation
 /// call (and it cannot be written, as in CoreBluetooth). Without one, reads and writes reach
 /// `PeripheralManagerDelegate` as requests. The properties say what centrals may do, the
 /// permissions what link they need; both become BlueZ flags (`encrypt-read`, …).
-public final class MutableCharacteristic: @unchecked Sendable {
+public final class MutableCharacteristic: Sendable {
     /// The characteristic's type.
     public let uuid: BluetoothUUID
     /// What centrals may do (read, write, notify, …).

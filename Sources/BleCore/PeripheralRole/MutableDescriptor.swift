@@ -5,7 +5,7 @@ import Foundation
 /// Its value is static: bluetoothd reads it from BleKit without a delegate call. Do not add a
 /// Client Characteristic Configuration (2902) or Extended Properties (2900) descriptor:
 /// bluetoothd adds those itself from the characteristic's properties.
-public final class MutableDescriptor: @unchecked Sendable {
+public final class MutableDescriptor: Sendable {
     /// The descriptor's type.
     public let uuid: BluetoothUUID
     private let state: Locked<(value: Data, permissions: AttributePermissions)>

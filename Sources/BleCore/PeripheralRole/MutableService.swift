@@ -2,7 +2,7 @@ import Foundation
 
 /// A service served by this machine, as CoreBluetooth's `CBMutableService`. Add it with
 /// `PeripheralManager.add(_:)` once its characteristics are set.
-public final class MutableService: @unchecked Sendable {
+public final class MutableService: Sendable {
     /// The service's type.
     public let uuid: BluetoothUUID
     /// A primary service (the usual) or a secondary one.

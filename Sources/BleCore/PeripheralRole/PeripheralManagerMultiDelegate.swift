@@ -3,7 +3,7 @@ import Foundation
 /// Fans a `PeripheralManager`'s events out to several listeners (the server-side DSL listens
 /// this way beside the app's own delegate). Listeners are held weakly and called in insertion
 /// order; the first to answer a request wins, later answers are ignored.
-public final class PeripheralManagerMultiDelegate: PeripheralManagerDelegate, @unchecked Sendable {
+public final class PeripheralManagerMultiDelegate: PeripheralManagerDelegate, Sendable {
     private let listeners = WeakListeners()
 
     /// An empty fan-out.
