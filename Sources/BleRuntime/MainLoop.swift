@@ -80,7 +80,18 @@ public final class MainLoop: Sendable {
     }
 
     /// True when the calling thread is the one running this loop.
-    public var isCurrent: Bool { g_main_context_is_owner(context) != 0 }
+    public var isCurrent: Bool {
+        // Asked several times per message (every C callback proves its isolation with it):
+        // comparing thread identities costs a thread-local read, where
+        // `g_main_context_is_owner` locks and unlocks the context's mutex. Only `run()` and the
+        // loop's own thread iterate this context, so its owner is the thread recorded here.
+        let runner = runningThread.load(ordering: .relaxed)
+        return runner != 0 && runner == UInt(pthread_self())
+    }
+
+    /// The thread inside `g_main_loop_run`, 0 when none. Relaxed is enough: a thread only ever
+    /// finds its own identity here if it stored it itself.
+    private let runningThread = Atomic<UInt>(0)
 
     /// Runs `work` on the loop thread, after everything enqueued before it.
     ///
@@ -163,6 +174,8 @@ public final class MainLoop: Sendable {
     }
 
     private func runOnCurrentThread() {
+        runningThread.store(UInt(pthread_self()), ordering: .relaxed)
+        defer { runningThread.store(0, ordering: .relaxed) }
         g_main_loop_run(loop)
         queue.withLock { $0.runState = .stopped }
     }

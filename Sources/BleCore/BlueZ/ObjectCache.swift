@@ -10,6 +10,9 @@ import Foundation
 @BleLoop
 final class ObjectCache {
     private(set) var objects: [ObjectPath: InterfaceMap] = [:]
+    /// Bumped whenever an object is added or removed, or the cache is loaded or lost: what the
+    /// session's remembered notification route depends on. (Property changes do not move it.)
+    private(set) var structureVersion: UInt64 = 0
     /// Every object below each device (`/org/bluez/hciN/dev_…`, depth 4), and the devices of each
     /// adapter: GATT lookups cost what one device holds, not what BlueZ knows (100k devices).
     private var objectsByDevice: [ObjectPath: Set<ObjectPath>] = [:]
@@ -66,6 +69,7 @@ final class ObjectCache {
     }
 
     private func dropAll() {
+        structureVersion &+= 1
         isLoaded = false
         loadGeneration += 1
         objects.removeAll()
@@ -77,6 +81,7 @@ final class ObjectCache {
     private func load() {
         loadGeneration += 1
         let generation = loadGeneration
+        structureVersion &+= 1
         isLoaded = false
         connection.call(destination: BlueZ.service, path: .root, interface: BlueZ.objectManager, member: "GetManagedObjects") { result in
             BleLoop.assumeIsolated { [weak self] in
@@ -88,6 +93,7 @@ final class ObjectCache {
                         return
                     }
                     self.objects = managed
+                    self.structureVersion &+= 1
                     self.rebuildIndex()
                     self.isLoaded = true
                     BleLog.debug("loaded \(managed.count) BlueZ objects")
@@ -115,12 +121,14 @@ final class ObjectCache {
             for (name, properties) in interfaces { entry[name] = properties }
             if objects[object] == nil { index(object) }
             objects[object] = entry
+            structureVersion &+= 1
             onEvent?(.added(object, interfaces: Set(interfaces.keys)))
         case (BlueZ.objectManager, "InterfacesRemoved"):
             guard message.body.count == 2, case .objectPath(let object) = message.body[0],
                   let names = message.body[1].as([String].self), let entry = objects[object] else { return }
             var remaining = entry
             for name in names { remaining.removeValue(forKey: name) }
+            structureVersion &+= 1
             let meaningful = remaining.keys.filter { $0.hasPrefix("org.bluez.") }
             if meaningful.isEmpty {
                 objects.removeValue(forKey: object)
@@ -167,8 +175,14 @@ final class ObjectCache {
 
     /// A characteristic's `Value` changed alone: delivered when the object is known.
     func notified(_ path: ObjectPath, _ value: Data) {
+        // The same characteristic as last time, with no object added or removed since: known.
+        if let notificationRouter, notificationRouter.deliverToLastNotified(path, value, cacheVersion: structureVersion) { return }
         guard isLoaded, objects[path]?[BlueZ.gattCharacteristic] != nil else { return }
-        if let notificationRouter { notificationRouter.routeNotification(path, value) } else { onEvent?(.notified(path, value)) }
+        if let notificationRouter {
+            notificationRouter.routeNotification(path, value, cacheVersion: structureVersion)
+        } else {
+            onEvent?(.notified(path, value))
+        }
     }
 
     /// The bytes of a `PropertiesChanged` that changes `Value` alone (`{Value: ay}`, nothing

@@ -46,9 +46,11 @@ final class GattOperation {
     /// Replaces the queue deadline with the operation's own, from now.
     func armDeadline(_ deadline: Duration) {
         timer?.cancel()
-        timer = LoopTimer.scheduled(after: deadline) { [weak self] in
-            guard let self else { return }
-            self.finish(.failure(.timeout(operation: self.name)))
+        // Strong: the timer keeps the operation until it fires or `finish` cancels it, and an
+        // operation always ends one of those ways, so the cycle always breaks. A weak capture
+        // would give every operation a side table and slow every retain of it.
+        timer = LoopTimer.scheduled(after: deadline) { [self] in
+            finish(.failure(.timeout(operation: name)))
         }
     }
 }

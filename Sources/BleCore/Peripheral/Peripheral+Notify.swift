@@ -201,6 +201,11 @@ extension Peripheral {
     /// the announcement of a read's value, or someone else's business.
     @BleLoop func valueNotified(_ path: ObjectPath, _ value: Data) {
         guard let characteristic = characteristicsByPath[path] else { return }
+        valueNotified(characteristic, value)
+    }
+
+    /// The characteristic of a known path, for callers that found it already.
+    @BleLoop func valueNotified(_ characteristic: Characteristic, _ value: Data) {
         // Only our own session on this link counts: a session of another client, or one left
         // from before a reconnect, would deliver ghost values (bleak #2002), and AcquireNotify
         // values come on the socket.

@@ -36,7 +36,10 @@ public final class Peripheral: @unchecked Sendable {
     @BleLoop var currentState: PeripheralState = .disconnected
     @BleLoop var resolvedServices: [Service]?
     @BleLoop var servicesByPath: [ObjectPath: Service] = [:]
-    @BleLoop var characteristicsByPath: [ObjectPath: Characteristic] = [:]
+    @BleLoop var characteristicsByPath: [ObjectPath: Characteristic] = [:] {
+        // The session remembers where the last notification went; a changed map may move it.
+        didSet { session.notificationRoutesChanged() }
+    }
     @BleLoop var descriptorsByPath: [ObjectPath: Descriptor] = [:]
     @BleLoop var attempt: ConnectAttempt?
     @BleLoop var operations = OperationQueues()

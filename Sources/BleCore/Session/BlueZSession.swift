@@ -41,6 +41,20 @@ final class BlueZSession {
     private var attributeRoutes: [ObjectPath: Peripheral] = [:]
     /// The path each routed peripheral is registered under.
     private var routedPaths: [ObjectIdentifier: ObjectPath] = [:]
+    /// Where the last notification went, valid while neither version moved: a stream of
+    /// notifications on one characteristic (nearly all of them) is delivered after one string
+    /// comparison instead of four hash lookups of its path.
+    private var lastNotified: LastNotified?
+    /// Bumped whenever a routing table or a peripheral's characteristic map changes.
+    private var routeVersion: UInt64 = 0
+
+    private struct LastNotified {
+        let path: ObjectPath
+        let peripheral: Peripheral
+        let characteristic: Characteristic
+        let cacheVersion: UInt64
+        let routeVersion: UInt64
+    }
 
     nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue) {
         self.options = options
@@ -130,6 +144,7 @@ final class BlueZSession {
         routes.removeAll()
         routedPaths.removeAll()
         attributeRoutes.removeAll()
+        notificationRoutesChanged()
         connection?.close()
     }
 
@@ -152,6 +167,13 @@ final class BlueZSession {
         routes[path] = peripheral
         routedPaths[key] = path
         attributeRoutes.removeAll()
+        notificationRoutesChanged()
+    }
+
+    /// Forgets where the last notification went (see `lastNotified`).
+    func notificationRoutesChanged() {
+        routeVersion &+= 1
+        lastNotified = nil
     }
 
     /// The peripheral registered for the device at `path`.
@@ -165,15 +187,33 @@ final class BlueZSession {
         return peripheral
     }
 
-    /// A notification from the cache, routed to its peripheral.
-    func routeNotification(_ path: ObjectPath, _ value: Data) {
-        peripheral(containing: path)?.valueNotified(path, value)
+    /// A notification for the same characteristic as the last one, while nothing changed in
+    /// the cache (`cacheVersion`) or the routes since: delivered, and true. False otherwise,
+    /// and the caller checks and routes it the long way.
+    func deliverToLastNotified(_ path: ObjectPath, _ value: Data, cacheVersion: UInt64) -> Bool {
+        guard let last = lastNotified, last.cacheVersion == cacheVersion, last.routeVersion == routeVersion,
+              last.path == path else { return false }
+        last.peripheral.valueNotified(last.characteristic, value)
+        return true
+    }
+
+    /// A notification from the cache (which knows the characteristic), routed to its peripheral;
+    /// remembered for `deliverToLastNotified` with the cache's version.
+    func routeNotification(_ path: ObjectPath, _ value: Data, cacheVersion: UInt64) {
+        guard let peripheral = peripheral(containing: path), let characteristic = peripheral.characteristicsByPath[path] else { return }
+        lastNotified = LastNotified(path: path, peripheral: peripheral, characteristic: characteristic,
+                                    cacheVersion: cacheVersion, routeVersion: routeVersion)
+        peripheral.valueNotified(characteristic, value)
     }
 
     /// Every registered peripheral.
     var peripherals: [Peripheral] { Array(routes.values) }
 
     private func route(_ event: CacheEvent) {
+        switch event {
+        case .added, .removed, .daemonLost, .loaded, .loadFailed: notificationRoutesChanged()
+        case .changed, .notified: break
+        }
         switch event {
         case .changed(let path, let interface, let changed, let invalidated):
             switch interface {

@@ -47,6 +47,9 @@ final class ActiveShortcut {
     let interface: String
     let property: String
     weak var receiver: (any PropertyValueReceiver)?
+    /// The path of the last signal: the next one from the same object reuses this string (one
+    /// `strcmp`, no allocation), and the receiver's comparison of it finds the same storage.
+    var lastPath: ObjectPath?
 
     init(id: UInt64, sender: String, shortcut: PropertyValueShortcut) {
         self.id = id
@@ -83,7 +86,7 @@ extension SignalRouter {
               dbus_message_is_signal(rawMessage, "org.freedesktop.DBus.Properties", "PropertiesChanged") != 0,
               dbus_message_has_signature(rawMessage, "sa{sv}as") != 0,
               let owner = shortcutOwner, let sender = dbus_message_get_sender(rawMessage),
-              owner.withCString({ strcmp($0, sender) }) == 0,
+              Self.equal(owner, sender),
               let rawPath = dbus_message_get_path(rawMessage) else { return false }
         var arguments = DBusMessageIter()
         guard dbus_message_iter_init(rawMessage, &arguments) != 0,
@@ -111,16 +114,30 @@ extension SignalRouter {
         dbus_message_iter_get_fixed_array(&bytes, &start, &count)
         let value: Data
         if let start, count > 0 { value = Data(bytes: start, count: Int(count)) } else { value = Data() }
-        // libdbus validated the header's path when it read the message.
-        active.receiver?.propertyValueChanged(ObjectPath(unchecked: String(cString: rawPath)), value)
+        let path: ObjectPath
+        if let last = active.lastPath, Self.equal(last.rawValue, rawPath) {
+            path = last
+        } else {
+            // libdbus validated the header's path when it read the message.
+            path = ObjectPath(unchecked: String(cString: rawPath))
+            active.lastPath = path
+        }
+        active.receiver?.propertyValueChanged(path, value)
         return true
     }
 
-    private static func stringArgument(_ iterator: inout DBusMessageIter, equals expected: String) -> Bool {
+    // The helpers below are nonisolated on purpose: a closure written in loop-isolated code and
+    // handed to the standard library (`withCString`) checks its isolation with the concurrency
+    // runtime each time it runs, about 370 instructions, several times per notification.
+    private nonisolated static func stringArgument(_ iterator: inout DBusMessageIter, equals expected: String) -> Bool {
         guard dbus_message_iter_get_arg_type(&iterator) == DBUS_TYPE_STRING else { return false }
         var text: UnsafePointer<CChar>?
         dbus_message_iter_get_basic(&iterator, &text)
         guard let text else { return false }
-        return expected.withCString { strcmp($0, text) } == 0
+        return equal(expected, text)
+    }
+
+    private nonisolated static func equal(_ string: String, _ cString: UnsafePointer<CChar>) -> Bool {
+        string.withCString { strcmp($0, cString) } == 0
     }
 }

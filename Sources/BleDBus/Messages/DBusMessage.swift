@@ -173,12 +173,22 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         switch kind {
         case .methodCall:
             guard let path, let member else { throw .invalidArgument("a method call needs a path and a member") }
-            raw = dbus_message_new_method_call(destination, path.rawValue, interface, member)
+            // Through `withCString`: an optional string passed to C straight is copied into a new
+            // array per argument, four allocations per call.
+            raw = Self.withOptionalCString(destination) { destination in
+                Self.withOptionalCString(interface) { interface in
+                    path.rawValue.withCString { path in
+                        member.withCString { member in dbus_message_new_method_call(destination, path, interface, member) }
+                    }
+                }
+            }
         case .signal:
             guard let path, let interface, let member else {
                 throw .invalidArgument("a signal needs a path, an interface and a member")
             }
-            raw = dbus_message_new_signal(path.rawValue, interface, member)
+            raw = path.rawValue.withCString { path in
+                interface.withCString { interface in member.withCString { member in dbus_message_new_signal(path, interface, member) } }
+            }
         case .methodReturn:
             raw = dbus_message_new(Int32(DBUS_MESSAGE_TYPE_METHOD_RETURN))
             if let raw { dbus_message_set_reply_serial(raw, replySerial) }
@@ -201,6 +211,11 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
             throw error
         }
         return raw
+    }
+
+    private static func withOptionalCString<Result>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+        guard let text else { return body(nil) }
+        return text.withCString { body($0) }
     }
 
     /// `signal /path iface.Member (args)` style rendering for logs and traces.

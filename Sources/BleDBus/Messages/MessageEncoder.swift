@@ -248,14 +248,14 @@ enum MessageEncoder {
                 return appendValidated(.bytes(data), to: iter)
             }
             var sub = DBusMessageIter()
-            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, element.signature, &sub) != 0 else { return false }
+            guard openContainer(iter, DBUS_TYPE_ARRAY, element.signature, &sub) else { return false }
             var ok = true
             for item in values where ok { ok = appendValidated(item, to: &sub) }
             return close(&sub, in: iter, succeeded: ok)
         case .dictionary(let key, let valueType, let entries):
             var sub = DBusMessageIter()
             let entryType = entrySignature(key, valueType, brackets: "{")
-            guard dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, entryType, &sub) != 0 else { return false }
+            guard openContainer(iter, DBUS_TYPE_ARRAY, entryType, &sub) else { return false }
             var ok = true
             for entry in entries where ok {
                 var entryIter = DBusMessageIter()
@@ -275,9 +275,16 @@ enum MessageEncoder {
             return close(&sub, in: iter, succeeded: ok)
         case .variant(let inner):
             var sub = DBusMessageIter()
-            guard dbus_message_iter_open_container(iter, DBUS_TYPE_VARIANT, signature(of: inner), &sub) != 0 else { return false }
+            guard openContainer(iter, DBUS_TYPE_VARIANT, signature(of: inner), &sub) else { return false }
             return close(&sub, in: iter, succeeded: appendValidated(inner, to: &sub))
         }
+    }
+
+    /// Opens a container whose signature is a Swift string: passing the string to libdbus
+    /// directly would copy it into a new array (`utf8CString`) on every call.
+    private static func openContainer(_ iter: UnsafeMutablePointer<DBusMessageIter>, _ type: Int32, _ signature: String,
+                                      _ sub: UnsafeMutablePointer<DBusMessageIter>) -> Bool {
+        signature.withCString { dbus_message_iter_open_container(iter, type, $0, sub) != 0 }
     }
 
     private static func appendString(_ text: String, type: Int32, to iter: UnsafeMutablePointer<DBusMessageIter>) -> Bool {
