@@ -78,8 +78,10 @@ struct OperationQueues {
         // One lookup, and the queue changed in place: a copy taken out and stored back would
         // copy the array on every operation.
         guard let index = queues.index(forKey: key) else { return nil }
+        // An emptied queue stays, with its capacity, for the attribute's next operation: removing
+        // it cost an array allocation and two more hash lookups per operation. The keys are
+        // bounded by the peripheral's attributes, and `takeAll` clears them.
         let first = Self.dropFinished(&queues.values[index])
-        if first == nil { queues.remove(at: index) }
         guard let first, !first.started else { return nil }
         first.started = true
         return first
