@@ -54,7 +54,7 @@ extension CentralManager {
                 // The session already gave the change to the device's peripheral, if any.
                 guard let adapterPath, path.isChild(of: adapterPath) else { break }
                 if session.peripheral(at: path) == nil { deviceAppeared(path) }
-                if scan != nil, Self.advertisingKeys.contains(where: { changed[$0] != nil }) {
+                if scan != nil, Self.changesAdvertising(changed) {
                     considerDiscovery(path)
                 }
             default:
@@ -64,9 +64,17 @@ extension CentralManager {
     }
 
     /// Device properties an advertisement changes: a change to any means the device was heard.
-    static let advertisingKeys = [BlueZ.Device1.rssi.name, BlueZ.Device1.manufacturerData.name, BlueZ.Device1.serviceData.name,
-                                  BlueZ.Device1.name.name, BlueZ.Device1.alias.name, BlueZ.Device1.uuids.name,
-                                  BlueZ.Device1.txPower.name]
+    static let advertisingKeys: Set<String> = [BlueZ.Device1.rssi.name, BlueZ.Device1.manufacturerData.name, BlueZ.Device1.serviceData.name,
+                                               BlueZ.Device1.name.name, BlueZ.Device1.alias.name, BlueZ.Device1.uuids.name,
+                                               BlueZ.Device1.txPower.name]
+
+    /// Whether `changed` holds an advertising key. A loop over the change's own keys (one or two
+    /// while scanning), not a lookup per advertising key; nonisolated, so the closure-free loop
+    /// runs without the concurrency runtime's isolation check.
+    nonisolated static func changesAdvertising(_ changed: PropertyMap) -> Bool {
+        for key in changed.keys where advertisingKeys.contains(key) { return true }
+        return false
+    }
 
     @BleLoop func chooseAdapter() {
         guard let cache, cache.isLoaded else { return }

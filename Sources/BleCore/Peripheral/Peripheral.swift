@@ -295,6 +295,9 @@ public final class Peripheral: @unchecked Sendable {
     // MARK: Device events
 
     @BleLoop func deviceChanged(_ changed: PropertyMap, invalidated: [String]) {
+        // While scanning nearly every change is RSSI or advertising data, which only the
+        // central cares about: one pass over the change's keys instead of nine lookups.
+        guard Self.concernsThePeripheral(changed, invalidated: invalidated) else { return }
         if let name = changed[BlueZ.Device1.name], name != lastName {
             lastName = name
             emit { $0.peripheralDidUpdateName(self) }
@@ -305,6 +308,17 @@ public final class Peripheral: @unchecked Sendable {
         if BlueZ.Device1.modalias.isPresent(in: changed) || invalidated.contains(BlueZ.Device1.modalias.name) { blueZPeerVerdict = nil }
         if let newAddress = changed[BlueZ.Device1.address], newAddress != address { addressChanged(to: newAddress) }
         if BlueZ.Device1.connected.isPresent(in: changed) || BlueZ.Device1.servicesResolved.isPresent(in: changed) || BlueZ.Device1.modalias.isPresent(in: changed) { checkReady() }
+    }
+
+    /// The `Device1` properties `deviceChanged` acts on.
+    private static let peripheralKeys: Set<String> = [BlueZ.Device1.name.name, BlueZ.Device1.connected.name,
+                                                      BlueZ.Device1.servicesResolved.name, BlueZ.Device1.modalias.name,
+                                                      BlueZ.Device1.address.name]
+
+    private nonisolated static func concernsThePeripheral(_ changed: PropertyMap, invalidated: [String]) -> Bool {
+        for key in changed.keys where peripheralKeys.contains(key) { return true }
+        for key in invalidated where peripheralKeys.contains(key) { return true }
+        return false
     }
 
     @BleLoop func deviceRemoved() {
