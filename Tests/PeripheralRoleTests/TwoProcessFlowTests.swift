@@ -112,6 +112,21 @@ import Testing
     }
 }
 
+extension TwoProcessFlowTests {
+    @Test func serveRefusesAnUnknownAgentCapability() async throws {
+        let blekit = try #require(Subprocess.builtProduct("blekit"), "blekit is built next to the test bundle")
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-serve-agent-\(UUID().uuidString).txt").path
+        defer { try? FileManager.default.removeItem(atPath: errors) }
+        let child = try ChildProcess(arguments: [blekit, "serve", "/nonexistent.json", "--agent", "Telepathy"], standardErrorPath: errors)
+        let (status, _) = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: 30)) }
+        }
+        let output = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        #expect(status == 2, "\(output)")
+        #expect(output.contains("--agent: 'Telepathy' is not one of DisplayOnly, DisplayYesNo"), "\(output)")
+    }
+}
+
 /// Records discoveries and notified values of one peripheral (on the loop, no queue).
 final class NotificationListener: PeripheralDelegate, @unchecked Sendable {
     let events: EventRecorder<String>
