@@ -14,8 +14,8 @@ struct RegisteredAdvertisement {
     let includesTxPower: Bool
     /// Solicited service UUIDs, full form (`SolicitUUIDs`).
     let solicitUUIDs: [String]
-    /// `Appearance`, or 0x0000 for `Includes` `appearance` (bluetoothd 5.66 does not take the
-    /// adapter's); nil when neither is set.
+    /// `Appearance`, or 0x0000 for `Includes` `appearance` (the adapter's own appearance is not
+    /// modelled); nil when neither is set.
     let appearance: UInt16?
     /// `Data`: AD type → bytes.
     let data: [UInt8: Data]
