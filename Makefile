@@ -21,6 +21,8 @@ test: bootstrap check-docs
 	@# The gateway tests' outside decoders (PyPI, into .build's venv) before the tests start; if PyPI
 	@# is unreachable those checks skip loudly, so a failure here does not stop the run.
 	-@./scripts/gateway-python > /dev/null
+	@# bleak (PyPI, into .build's venv) for the outside.bleakCentral scenario, which fails and says why without it.
+	-@./scripts/bleak-python > /dev/null
 	$(SWIFT) test --skip-build $(SWIFT_TEST_FLAGS)
 
 # The integration scenarios against the real bluetoothd 5.66 in a QEMU guest, and the parity

@@ -14,9 +14,10 @@ final class LEDCentral: CBCentralManagerDelegate, CBPeripheralDelegate, @uncheck
     private var led: CBPeripheral?
     private var state: CBCharacteristic?
     private var phase = "powered on"
-    /// A write whose response has not come yet: the notification can overtake it, and leaving
-    /// before the response makes the write fail with the disconnect.
-    private var writing = false
+    /// Writes whose response has not come yet: a notification can overtake its write's
+    /// response (so the second write can start before the first one's response), and leaving
+    /// before the last response makes that write fail with the disconnect.
+    private var pendingWrites = 0
 
     init(prefix: String = "LED central") { log = StepLog(prefix, steps: LEDCentral.steps) }
 
@@ -108,12 +109,12 @@ final class LEDCentral: CBCentralManagerDelegate, CBPeripheralDelegate, @uncheck
         case "switched on":
             log.step("switched on", passed: value == 1, "the LED says it is \(LEDProtocol.describe(value))")
             phase = "switched off"
-            writing = true
+            pendingWrites += 1
             peripheral.writeValue(Data([0x00]), for: characteristic, type: .withResponse)
         case "switched off":
             log.step("switched off", passed: value == 0, "the LED says it is \(LEDProtocol.describe(value))")
             phase = "disconnected"
-            if !writing { manager?.cancelPeripheralConnection(peripheral) }
+            if pendingWrites == 0 { manager?.cancelPeripheralConnection(peripheral) }
         default:
             break
         }
@@ -124,13 +125,13 @@ final class LEDCentral: CBCentralManagerDelegate, CBPeripheralDelegate, @uncheck
         if let error { return fail("subscribing failed: \(error)") }
         log.step("subscribed", passed: characteristic.isNotifying, "notifications on")
         phase = "switched on"
-        writing = true
+        pendingWrites += 1
         peripheral.writeValue(Data([0x01]), for: characteristic, type: .withResponse)
     }
 
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: Error?) {
-        writing = false
+        pendingWrites = max(0, pendingWrites - 1)
         if let error { return fail("the write failed: \(error)") }
-        if phase == "disconnected" { manager?.cancelPeripheralConnection(peripheral) }
+        if phase == "disconnected", pendingWrites == 0 { manager?.cancelPeripheralConnection(peripheral) }
     }
 }

@@ -89,6 +89,9 @@ extension BlueZ {
         public static let invalidLength = "Invalid Length"
         /// With `InvalidLength` from `RegisterAdvertisement`.
         public static let advertisingDataTooLong = "Advertising data too long"
+        /// With `Failed` from `RegisterAdvertisement` when the data does not fit (5.66 finds
+        /// out only when it hands the data to the kernel).
+        public static let failedToRegisterAdvertisement = "Failed to register advertisement"
         /// With `Failed` from `ConnectProfile` on an LE-only device.
         public static let bredrSDPSearch = "br-connection-sdp-search"
 

@@ -6,19 +6,36 @@ import Foundation
 import Testing
 
 @Test func theLegacyBudgetIsCountedAsBluetoothdBuildsIt() {
-    // Observed on 5.66: flags + a 128-bit UUID + 1 byte of manufacturer data + 1 byte of 16-bit
-    // service data fit exactly; the name goes to the scan response.
+    // A 128-bit UUID, 1 byte of manufacturer data, 1 byte of 16-bit service data: 28 bytes, no
+    // Flags without Discoverable; the name goes to the scan response.
     var advertisement = Advertisement(localName: "golden-periph", serviceUUIDs: [Chat.service])
     advertisement.manufacturerData = [0x0059: Data([1])]
     advertisement.serviceData = [BluetoothUUID(UInt16(0x180d)): Data([5])]
-    #expect(advertisement.layout.advertisingBytes == 31)
+    #expect(advertisement.layout.advertisingBytes == 28)
     #expect(advertisement.layout.fits)
     #expect(advertisement.layout.movedToScanResponse == ["local-name"])
     #expect(advertisement.layout.scanResponseBytes == 15)
     advertisement.includeTxPower = true
+    #expect(advertisement.layout.fits, "28 bytes and the kernel's 3 for the TX power fit exactly")
+    advertisement.discoverable = true
     #expect(!advertisement.layout.fits)
     let long = Advertisement(localName: String(repeating: "n", count: 40))
     #expect(long.layout.nameShortened)
+}
+
+/// What bluetoothd 5.66 accepted and refused in the VM (`advertising.fieldsAndFit`): solicit
+/// UUIDs, appearance and `Data` count; Flags only with Discoverable; tx-power takes 3 bytes.
+@Test(arguments: [(14, false, false, true), (15, false, false, false), (11, true, false, true), (12, true, false, false),
+                  (11, false, true, true), (12, false, true, false)])
+func theLayoutAgreesWithWhatBluetoothdAcceptedInTheVM(_ manufacturerBytes: Int, _ discoverable: Bool, _ txPower: Bool, _ accepted: Bool) {
+    var advertisement = Advertisement(localName: "blekit-fit")
+    advertisement.solicitUUIDs = [BluetoothUUID(UInt16(0x1812))]
+    advertisement.appearance = 0x03C1
+    advertisement.data = [0x26: Data([0x01, 0x01, 0x00])]
+    advertisement.manufacturerData = [0xFFFF: Data(repeating: 0x5A, count: manufacturerBytes)]
+    if discoverable { advertisement.discoverable = true }
+    advertisement.includeTxPower = txPower
+    #expect(advertisement.layout.fits == accepted)
 }
 
 @BleLoop

@@ -127,6 +127,7 @@ extension CentralManager {
                                  },
                                  manufacturerData: manufacturer, serviceData: serviceData,
                                  serviceUUIDs: (properties[BlueZ.Device1.uuids] ?? []).compactMap(BluetoothUUID.init),
-                                 txPowerLevel: properties[BlueZ.Device1.txPower].map(Int.init))
+                                 txPowerLevel: properties[BlueZ.Device1.txPower].map(Int.init),
+                                 appearance: properties[BlueZ.Device1.appearance])
     }
 }

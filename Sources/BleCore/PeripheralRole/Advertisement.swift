@@ -103,14 +103,16 @@ public struct AdvertisingLayout: Sendable, Equatable {
     /// Bytes a legacy advertising PDU or scan response holds (31); longer data needs extended advertising.
     public static let legacyLimit = 31
 
-    /// True when it fits a legacy advertising PDU. On a controller with extended advertising
-    /// bluetoothd 5.66 accepts longer data (the VM's emulated controllers took BlueZ's 38-byte
-    /// example advertisement); on a legacy one it refuses with `InvalidLength`.
+    /// True when it fits a legacy advertising PDU, as bluetoothd 5.66 decides (recorded in the
+    /// VM: `advertising.fieldsAndFit`); a longer one is refused with `org.bluez.Error.Failed`.
+    /// When the adapter itself is discoverable, bluetoothd adds Flags (3 bytes) to a connectable
+    /// advertisement without `discoverable`, which this cannot know.
     public var fits: Bool { advertisingBytes <= Self.legacyLimit }
 
     init(_ advertisement: Advertisement) {
-        // Flags: bluetoothd adds them to every connectable or discoverable advertisement.
-        var length = (advertisement.kind == .peripheral || advertisement.discoverable == true) ? 3 : 0
+        // Flags only with `Discoverable` (observed: without it, and on a non-discoverable
+        // adapter, 31 bytes of other fields fit, and the central sees no AdvertisingFlags).
+        var length = advertisement.discoverable == true ? 3 : 0
         func uuidLists(_ uuids: [BluetoothUUID]) -> Int {
             var total = 0
             for width in [16, 32, 128] {
@@ -125,6 +127,7 @@ public struct AdvertisingLayout: Sendable, Equatable {
         for (uuid, data) in advertisement.serviceData { length += 2 + uuid.bitWidth / 8 + data.count }
         for (_, data) in advertisement.data { length += 2 + data.count }
         if advertisement.appearance != nil || advertisement.includeAppearance { length += 4 }
+        // The kernel adds the TX power: 3 bytes less room.
         if advertisement.includeTxPower { length += 3 }
         advertisingBytes = length
         if let name = advertisement.localName, !name.isEmpty {

@@ -19,10 +19,15 @@ public struct AdvertisementData: Sendable, Equatable {
     /// device object exists for connectable advertisers unless a discovery filter is set, so
     /// BleKit reports true unless BlueZ says otherwise.
     public var isConnectable: Bool
+    /// The advertised GAP appearance (BleKit only: iOS does not report it). BlueZ 5.66 shows no
+    /// solicited service UUIDs and no other AD structures (`Data`) of an advertisement, so there
+    /// are no fields for them.
+    public var appearance: UInt16?
 
     /// Advertisement data with the given fields.
     public init(localName: String? = nil, manufacturerData: [UInt16: Data] = [:], serviceData: [BluetoothUUID: Data] = [:],
-                serviceUUIDs: [BluetoothUUID] = [], txPowerLevel: Int? = nil, isConnectable: Bool = true) {
+                serviceUUIDs: [BluetoothUUID] = [], txPowerLevel: Int? = nil, isConnectable: Bool = true, appearance: UInt16? = nil) {
+        self.appearance = appearance
         self.localName = localName
         self.manufacturerData = manufacturerData
         self.serviceData = serviceData

@@ -26,6 +26,7 @@ final class ApplicationAdvertiser: AirPeripheral {
         AdvertisingReport(address: adapter.address, addressType: "public", name: advertisement.localName, rssi: -40,
                           txPower: advertisement.includesTxPower ? 0 : nil, manufacturerData: advertisement.manufacturerData,
                           serviceData: advertisement.serviceData, serviceUUIDs: advertisement.serviceUUIDs,
-                          connectable: advertisement.type == "peripheral")
+                          connectable: advertisement.type == "peripheral", appearance: advertisement.appearance,
+                          solicitUUIDs: advertisement.solicitUUIDs, advertisingData: advertisement.data)
     }
 }

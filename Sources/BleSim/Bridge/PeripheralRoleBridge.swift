@@ -139,8 +139,10 @@ final class PeripheralRoleBridge {
                           let advertisement = RegisteredAdvertisement(owner: owner, path: path, properties: properties) else {
                         return BlueZError.invalidArguments(call)
                     }
-                    guard advertisement.legacyLength <= 31 else {
-                        return call.fail(name: BlueZ.ErrorName.invalidLength, message: BlueZ.ErrorMessage.advertisingDataTooLong)
+                    // bluetoothd 5.66 finds out only when it builds the data for the kernel, and
+                    // answers with a plain failure (observed: advertising.fieldsAndFit).
+                    guard advertisement.dataLength(adapterDiscoverable: self.adapter?.isDiscoverable ?? false) <= advertisement.dataLimit else {
+                        return call.fail(name: BlueZ.ErrorName.failed, message: BlueZ.ErrorMessage.failedToRegisterAdvertisement)
                     }
                     self.advertisements.append(advertisement)
                     self.countsChanged()

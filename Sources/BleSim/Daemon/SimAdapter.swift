@@ -26,6 +26,8 @@ public final class SimAdapter {
     let systemName: String
     private var alias: String?
     private var discoverable = false
+    /// Whether the adapter is discoverable (then bluetoothd adds Flags to every connectable advertisement).
+    var isDiscoverable: Bool { discoverable }
     private var discoverableTimeout: UInt32 = 180
     private(set) var pairable = false
     private var pairableTimeout: UInt32 = 0

@@ -35,6 +35,8 @@ public final class SimDevice {
     private var manufacturerData: [UInt16: Data] = [:]
     private var serviceData: [String: Data] = [:]
     private var advertisedUUIDs: [String] = []
+    /// The advertised GAP appearance (Device1 `Appearance`, and `Icon` from it).
+    private var appearance: UInt16?
     private var paired = false
     private var bonded = false
     private var trusted = false
@@ -63,6 +65,7 @@ public final class SimDevice {
         manufacturerData = report.manufacturerData
         serviceData = report.serviceData
         advertisedUUIDs = report.serviceUUIDs
+        appearance = report.appearance
     }
 
     init(adapter: SimAdapter, incomingFrom address: String) {
@@ -171,8 +174,8 @@ public final class SimDevice {
                                  call.reply()
                              }),
             ExportedProperty(BlueZ.Device1.deviceClass) { nil },
-            ExportedProperty(BlueZ.Device1.appearance) { nil },
-            ExportedProperty(BlueZ.Device1.icon) { nil },
+            ExportedProperty(BlueZ.Device1.appearance) { [weak self] in self?.appearance.map { .uint16($0) } },
+            ExportedProperty(BlueZ.Device1.icon) { [weak self] in self?.appearance.flatMap(SimDevice.icon(forAppearance:)).map { .string($0) } },
             ExportedProperty(BlueZ.Device1.paired) { [weak self] in self.map { .boolean($0.paired) } },
             ExportedProperty(BlueZ.Device1.bonded) { [weak self] in self.map { .boolean($0.bonded) } },
             flag(BlueZ.Device1.trusted, get: { $0.trusted }, set: { $0.trusted = $1 }),
@@ -261,6 +264,10 @@ public final class SimDevice {
         if duplicateData || report.serviceData != serviceData {
             if !report.serviceData.isEmpty || !serviceData.isEmpty { names.append(BlueZ.Device1.serviceData.name) }
             serviceData = report.serviceData
+        }
+        if let reported = report.appearance, reported != appearance {
+            appearance = reported
+            names.append(contentsOf: [BlueZ.Device1.appearance.name, BlueZ.Device1.icon.name])
         }
         if report.serviceUUIDs != advertisedUUIDs {
             advertisedUUIDs = report.serviceUUIDs
@@ -677,5 +684,31 @@ public final class SimDevice {
         paired = true
         bonded = true
         changed([BlueZ.Device1.bonded.name, BlueZ.Device1.paired.name])
+    }
+}
+
+extension SimDevice {
+    /// The icon bluetoothd names for a GAP appearance (its category, and for HID the
+    /// sub-category); nil where it names none. 0x03C1 → `input-keyboard` was seen in the VM
+    /// (`advertising.fieldsAndFit`); the rest follows BlueZ's published appearance-to-icon table.
+    static func icon(forAppearance appearance: UInt16) -> String? {
+        switch appearance >> 6 {
+        case 0x00: return "unknown"
+        case 0x01: return "phone"
+        case 0x02: return "computer"
+        case 0x05: return "video-display"
+        case 0x0a: return "multimedia-player"
+        case 0x0b: return "scanner"
+        case 0x0f:
+            switch appearance & 0x3f {
+            case 0x01: return "input-keyboard"
+            case 0x02: return "input-mouse"
+            case 0x03, 0x04: return "input-gaming"
+            case 0x05: return "input-tablet"
+            case 0x08: return "scanner"
+            default: return nil
+            }
+        default: return nil
+        }
     }
 }

@@ -21,6 +21,12 @@ public struct AdvertisingReport: Sendable, Equatable {
     public var serviceUUIDs: [String]
     /// Whether a connection may be made.
     public var connectable: Bool
+    /// The GAP appearance, if advertised (Device1 shows it, and an icon derived from it).
+    public var appearance: UInt16? = nil
+    /// Solicited service UUIDs, full form: in the air, but bluetoothd 5.66 shows them nowhere on D-Bus.
+    public var solicitUUIDs: [String] = []
+    /// Other AD structures (`Data`): in the air; bluetoothd 5.66 did not show type 0x26 on D-Bus.
+    public var advertisingData: [UInt8: Data] = [:]
 }
 
 /// Anything in the simulated air: advertises, and serves GATT over links.

@@ -14,6 +14,9 @@ enum PeripheralEvent: @unchecked Sendable {
     case connected(Central)
     case disconnected(Central)
     case tick(Int)
+    /// `--agent`: registered (nil) or refused; later, a request bluetoothd cancelled.
+    case agentRegistered(Error?)
+    case agentCanceled(String?)
     case interrupted
 }
 

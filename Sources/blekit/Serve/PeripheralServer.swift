@@ -12,10 +12,15 @@ final class PeripheralServer {
     private var manager: PeripheralManager?
     private var timers: [DispatchSourceTimer] = []
     private let start = Date()
+    private var agentDelegate: ServeAgent?
 
-    init(served: ServedPeripheral, invocation: Invocation) {
+    /// `--agent`: the serving side's pairing agent and how it answers.
+    private let agentSetup: (capability: IOCapability, acceptAll: Bool)?
+
+    init(served: ServedPeripheral, invocation: Invocation, agent: (capability: IOCapability, acceptAll: Bool)? = nil) {
         self.served = served
         self.invocation = invocation
+        agentSetup = agent
         values = served.initialValues
     }
 
@@ -53,7 +58,24 @@ final class PeripheralServer {
             return true
         }
         _ = registration
-        say("serving \(served.spec.name ?? "a peripheral") on \(manager.adapterName ?? "the adapter"): \(served.services.map { Names.label($0.uuid, .service) }.joined(separator: ", ")); advertising. Ctrl-C to stop.")
+        var agentText = ""
+        var agent: PairingAgent?
+        if let agentSetup {
+            let delegate = ServeAgent(prompt: PairingPrompt(invocation: invocation, passkey: nil, acceptAll: agentSetup.acceptAll)) { inbox.post($0) }
+            let made = PairingAgent(peripheralManager: manager, capability: agentSetup.capability, delegate: delegate, makeDefault: true)
+            made.start()
+            agent = made
+            try await expect("registering the pairing agent") { event throws(CLIError) in
+                guard case .agentRegistered(let error) = event else { return false }
+                if let error { throw CLIError("bluetoothd refused the pairing agent: \(error)") }
+                return true
+            }
+            agentText = "; pairing agent \(agentSetup.capability.rawValue) (default agent)"
+            // The agent holds its delegate weakly.
+            agentDelegate = delegate
+        }
+        defer { agent?.stop() }
+        say("serving \(served.spec.name ?? "a peripheral") on \(manager.adapterName ?? "the adapter"): \(served.services.map { Names.label($0.uuid, .service) }.joined(separator: ", ")); advertising\(agentText). Ctrl-C to stop.")
         startPeriodicRules()
         let end = duration.map { Date().addingTimeInterval($0) } ?? .distantFuture
         while true {
@@ -78,6 +100,8 @@ final class PeripheralServer {
             case .read(let request): answerRead(request)
             case .write(let requests): answerWrites(requests)
             case .tick(let index): runResponses(served.spec.rules[index].responses, written: nil)
+            case .agentRegistered(let error?): say("pairing agent: \(error)")
+            case .agentCanceled(let address): say("pairing with \(address ?? "the central") cancelled by bluetoothd")
             default: continue
             }
         }
