@@ -43,6 +43,11 @@ public final class FileDescriptorWatch: Sendable {
             guard let data else { return }
             Unmanaged<WatchHandler>.fromOpaque(data).release()
         })
+        // As for D-Bus watches (LoopIntegration): GLib blocks a non-recursive source around each
+        // dispatch by removing and re-adding its descriptor, and each of those writes the
+        // context's wake-up eventfd (two writes and a read per notification on an AcquireNotify
+        // socket). Nothing iterates this context from inside a callback.
+        g_source_set_can_recurse(created, 1)
         let address = UInt(bitPattern: created)
         source.withLock { $0 = address }
         g_source_attach(created, MainLoop.shared.context)

@@ -283,7 +283,7 @@ public final class Connection {
         BleLoop.perform { [self] in
             let id = nextCallID
             nextCallID += 1
-            start(message, id: id, timeout: timeout) { completion($0.map(\.body)) }
+            start(message, id: id, timeout: timeout) { completion(Self.body(of: $0)) }
         }
     }
 
@@ -295,12 +295,21 @@ public final class Connection {
     package func callAtOnce(destination: String?, path: ObjectPath, interface: String?, member: String,
                     arguments: [DBusValue] = [], timeout: Duration? = nil,
                     completion: @escaping @BleLoop (Result<[DBusValue], DBusError>) -> Void) -> UInt64 {
-        let message = DBusMessage.methodCall(destination: destination, path: path, interface: interface,
-                                             member: member, body: arguments)
         let id = nextCallID
         nextCallID += 1
-        start(message, id: id, timeout: timeout) { completion($0.map(\.body)) }
+        // Built in the argument, so `start` consumes it without a copy.
+        start(DBusMessage.methodCall(destination: destination, path: path, interface: interface, member: member, body: arguments),
+              id: id, timeout: timeout) { completion(Self.body(of: $0)) }
         return id
+    }
+
+    /// The reply's body: a switch, not `Result.map(\.body)`, whose key path and closure cost a
+    /// call more than the rest of its completion.
+    private nonisolated static func body(of result: consuming Result<DBusMessage, DBusError>) -> Result<[DBusValue], DBusError> {
+        switch consume result {
+        case .success(let reply): .success(reply.body)
+        case .failure(let error): .failure(error)
+        }
     }
 
     /// Stops waiting for the reply of call `id` (its completion runs with `.cancelled`; a late
@@ -310,15 +319,14 @@ public final class Connection {
         cancelCall(id: id)
     }
 
-    private func start(_ message: DBusMessage, id: UInt64, timeout: Duration?,
+    private func start(_ message: consuming DBusMessage, id: UInt64, timeout: Duration?,
                        completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
         guard state != .closed else {
             completion(.failure(.disconnected))
             return
         }
         let limit = timeout ?? defaultTimeout
-        let call = PendingCall(id: id, message: message, deadline: ContinuousClock.now.advanced(by: limit),
-                               timeoutSeconds: Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18,
+        let call = PendingCall(id: id, message: message, deadline: ContinuousClock.now.advanced(by: limit), timeout: limit,
                                completion: completion)
         callsByID[id] = call
         deadlines.insert(call.deadline, id: id)
@@ -331,8 +339,12 @@ public final class Connection {
     }
 
     private func transmit(_ call: PendingCall) {
+        // Each call is transmitted once (from `start` or the queue), so its message is there.
+        guard let message = call.message.take() else {
+            return finish(call, with: .failure(.invalidArgument("the call was already sent")))
+        }
         do {
-            let serial = try send(call.message)
+            let serial = try send(message)
             call.serial = serial
             pendingCalls[serial] = call
         } catch {
@@ -373,7 +385,7 @@ public final class Connection {
             deadlines.removeFirst()
             guard let call = callsByID[id] else { continue }
             forget(call)
-            finish(call, with: .failure(.timeout(member: call.message.member ?? "call", seconds: call.timeoutSeconds)))
+            finish(call, with: .failure(.timeout(member: call.member, seconds: call.timeoutSeconds)))
         }
         armDeadlineTimer()
     }

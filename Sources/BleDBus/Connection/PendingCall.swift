@@ -2,20 +2,30 @@
 @BleLoop
 final class PendingCall {
     let id: UInt64
-    let message: DBusMessage
+    /// The call until it is sent (moved out then: a copy kept for the call's life retained and
+    /// released every string in it once more per call).
+    var message: DBusMessage?
+    /// The method's name, for the timeout error.
+    let member: String
     let completion: @BleLoop (Result<DBusMessage, DBusError>) -> Void
     /// When the call times out, counted from when it was started (queued or not).
     let deadline: ContinuousClock.Instant
     /// The timeout it was given, for the error.
-    let timeoutSeconds: Double
+    let timeout: Duration
     var serial: UInt32?
 
-    init(id: UInt64, message: DBusMessage, deadline: ContinuousClock.Instant, timeoutSeconds: Double,
+    init(id: UInt64, message: consuming DBusMessage, deadline: ContinuousClock.Instant, timeout: Duration,
          completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
         self.id = id
+        member = message.member ?? "call"
         self.message = message
         self.deadline = deadline
-        self.timeoutSeconds = timeoutSeconds
+        self.timeout = timeout
         self.completion = completion
+    }
+
+    /// The timeout in seconds, for the error.
+    var timeoutSeconds: Double {
+        Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
     }
 }
