@@ -20,6 +20,8 @@ struct RunOptions {
     var bleakScanScript: String?
     /// Crowd sizes of the scan measure (empty: skipped), rounds of it, seconds of steady scanning.
     var scanSizes = [100, 1000, 10_000]
+    /// Rounds of the peripheral-role measure (BleKit serving through `PeripheralManager`); 0 skips it.
+    var roleRounds = 3
     var scanRounds = 3
     var scanWindow = 3.0
     var restarts = 3
@@ -31,9 +33,10 @@ struct RunOptions {
              [--calls N] [--warmup W] [--notifications K] [--ingest-warmup KW] [--responses M] [--modes signal,acquire,...]
            RoundTripBenchmark serve [same options]       (bus + BleSim only, for profiling a client by hand)
              [--bleak-scan-script PATH] [--scan-sizes 100,1000,10000|none] [--scan-rounds R] [--scan-window S]
-             [--restarts N] [--memory-commands N (0: skip; 10000 is the first sample)]
+             [--restarts N] [--memory-commands N (0: skip; 10000 is the first sample)] [--role-rounds R (0: skip)]
            RoundTripBenchmark client MODE COUNT WARMUP   (the BleCore client; the run starts it)
            RoundTripBenchmark scan-client EXPECTED WINDOW | restart-client | memory-client COUNT CHECKPOINT
+           RoundTripBenchmark role-server BURST WARMUP-BURST   (BleKit's PeripheralManager serving the round-trip peripheral)
     """
 
     init(_ arguments: ArraySlice<String>) throws(ClientFailure) {
@@ -55,6 +58,7 @@ struct RunOptions {
             case "--bleak-script": bleakScript = value.isEmpty ? nil : value
             case "--python": python = value
             case "--bleak-scan-script": bleakScanScript = value.isEmpty ? nil : value
+            case "--role-rounds": roleRounds = Int(value) ?? roleRounds
             case "--scan-sizes": scanSizes = value.isEmpty || value == "none" ? [] : value.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
             case "--scan-rounds": scanRounds = max(1, try number())
             case "--scan-window": scanWindow = Double(max(1, try number()))
@@ -101,7 +105,7 @@ final class BenchmarkRun {
         var overBleak: [Double] = []
     }
     /// Keyed by the mode the client ran (for C and bleak, the baseline mode) and the client.
-    private var series: [ClientMode: [ClientKind: Series]] = [:]
+    var series: [ClientMode: [ClientKind: Series]] = [:]
 
     init(options: RunOptions) { self.options = options }
 
@@ -128,6 +132,7 @@ final class BenchmarkRun {
             throw error
         }
         await Self.stop(simulator)
+        if options.roleRounds > 0 { sections.append(try await measurePeripheralRole(bus: bus)) }
         if !options.scanSizes.isEmpty { sections.append(try await measureScan(bus: bus)) }
         return sections.joined(separator: "\n\n")
     }

@@ -41,6 +41,13 @@ case "scan-client":
         exit(2)
     }
     report(ScanClient(expected: expected, window: window).run(timeout: 120), "scan")
+case "role-server":
+    let rest = Array(arguments.dropFirst())
+    guard rest.count == 2, let burst = Int(rest[0]), let warmupBurst = Int(rest[1]), burst > 0, warmupBurst >= 0 else {
+        FileHandle.standardError.write(Data("RoundTripBenchmark role-server: bad arguments\n\(RunOptions.usage)\n".utf8))
+        exit(2)
+    }
+    RoleServer(burst: burst, warmupBurst: warmupBurst).run()
 case "restart-client":
     report(RestartClient().run(timeout: 120), "restart")
 case "memory-client":

@@ -78,6 +78,18 @@ public final class Subprocess {
         }
     }
 
+    /// Writes `line` and a newline to the child's stdin.
+    public func send(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        var written = 0
+        while written < bytes.count, stdinWrite >= 0 {
+            let count = bytes[written...].withUnsafeBytes { write(stdinWrite, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }
+            written += count
+        }
+    }
+
     /// Closes the child's stdin (the C server exits on that) and waits for it.
     public func finish() {
         guard !reaped else { return }
