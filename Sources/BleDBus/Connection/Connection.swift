@@ -157,8 +157,9 @@ public final class Connection {
     }
 
     func handleIncoming(_ rawMessage: OpaquePointer) -> DBusHandlerResult {
-        // A tracer sees every message decoded, so it turns the shortcut off.
+        // A tracer sees every message decoded, so it turns the shortcuts off.
         if tracer == nil, signals.routeThroughShortcut(rawMessage) { return DBUS_HANDLER_RESULT_HANDLED }
+        if tracer == nil, completeWithBodyOnly(rawMessage) { return DBUS_HANDLER_RESULT_HANDLED }
         let message: DBusMessage
         do {
             message = try DBusMessage(decoding: rawMessage, strings: &receivedStrings)
@@ -179,6 +180,26 @@ public final class Connection {
             objects.dispatch(message)
         }
         return DBUS_HANDLER_RESULT_HANDLED
+    }
+
+    /// A method return for a call that only wants the reply's body (every call but
+    /// `callReturningMessage`): completed with the body alone, without decoding the header's
+    /// five strings. dbus-daemon delivers only the replies we are owed, so the sender needs no
+    /// check. False for anything else, which the general path decodes.
+    private func completeWithBodyOnly(_ rawMessage: OpaquePointer) -> Bool {
+        guard dbus_message_get_type(rawMessage) == Int32(DBUS_MESSAGE_TYPE_METHOD_RETURN) else { return false }
+        let replySerial = dbus_message_get_reply_serial(rawMessage)
+        guard let call = pendingCalls[replySerial], !call.wantsHeaders else { return false }
+        pendingCalls.removeValue(forKey: replySerial)
+        do {
+            let body = try MessageDecoder.decodeBody(of: rawMessage, strings: &receivedStrings)
+            finish(call, with: .success(DBusMessage(kind: .methodReturn, serial: dbus_message_get_serial(rawMessage), replySerial: replySerial,
+                                                    sender: nil, destination: nil, path: nil, interface: nil, member: nil, errorName: nil,
+                                                    signature: nil, body: body, noReplyExpected: true)))
+        } catch {
+            finish(call, with: .failure(error))
+        }
+        return true
     }
 
     /// libdbus validated the framing, but a value inside (a signature string) was unusable:
@@ -246,10 +267,10 @@ public final class Connection {
 
     /// Calls a method and returns the whole reply message (header fields included).
     public func callReturningMessage(_ message: DBusMessage, timeout: Duration? = nil) async throws(DBusError) -> DBusMessage {
-        try await callResult(message, timeout: timeout).get()
+        try await callResult(message, timeout: timeout, wantsHeaders: true).get()
     }
 
-    private func callResult(_ message: DBusMessage, timeout: Duration?) async -> Result<DBusMessage, DBusError> {
+    private func callResult(_ message: DBusMessage, timeout: Duration?, wantsHeaders: Bool = false) async -> Result<DBusMessage, DBusError> {
         let id = nextCallID
         nextCallID += 1
         // The reply resumes the continuation on the loop thread, but the runtime would run the
@@ -264,7 +285,7 @@ public final class Connection {
                         continuation.resume(returning: .failure(.cancelled))
                         return
                     }
-                    start(message, id: id, timeout: timeout) { continuation.resume(returning: $0) }
+                    start(message, id: id, timeout: timeout, wantsHeaders: wantsHeaders) { continuation.resume(returning: $0) }
                 }
             } onCancel: {
                 BleLoop.perform { [weak self] in self?.cancelCall(id: id) }
@@ -319,7 +340,7 @@ public final class Connection {
         cancelCall(id: id)
     }
 
-    private func start(_ message: consuming DBusMessage, id: UInt64, timeout: Duration?,
+    private func start(_ message: consuming DBusMessage, id: UInt64, timeout: Duration?, wantsHeaders: Bool = false,
                        completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
         guard state != .closed else {
             completion(.failure(.disconnected))
@@ -327,7 +348,7 @@ public final class Connection {
         }
         let limit = timeout ?? defaultTimeout
         let call = PendingCall(id: id, message: message, deadline: ContinuousClock.now.advanced(by: limit), timeout: limit,
-                               completion: completion)
+                               wantsHeaders: wantsHeaders, completion: completion)
         callsByID[id] = call
         deadlines.insert(call.deadline, id: id)
         armDeadlineTimer()

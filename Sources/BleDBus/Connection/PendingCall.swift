@@ -13,10 +13,14 @@ final class PendingCall {
     /// The timeout it was given, for the error.
     let timeout: Duration
     var serial: UInt32?
+    /// Whether the caller reads the reply's header fields (`callReturningMessage`); otherwise
+    /// the reply is decoded for its body alone.
+    let wantsHeaders: Bool
 
-    init(id: UInt64, message: consuming DBusMessage, deadline: ContinuousClock.Instant, timeout: Duration,
+    init(id: UInt64, message: consuming DBusMessage, deadline: ContinuousClock.Instant, timeout: Duration, wantsHeaders: Bool,
          completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
         self.id = id
+        self.wantsHeaders = wantsHeaders
         member = message.member ?? "call"
         self.message = message
         self.deadline = deadline
