@@ -306,11 +306,13 @@ func run(_ options: Options) async throws -> Int32 {
     print("room: \(options.count) advertisers at 100 ms (\(options.count * 10) reports/s scheduled, each stamped); \(options.rounds) rounds, "
         + "\(String(format: "%.0f", options.seconds)) s measured per gateway after the first message and \(String(format: "%.0f", options.warmup)) s warm-up; load \(loadBefore)")
     var results: [String: [Measurement]] = [:]
+    var roundLines: [String] = []
     for round in 1...options.rounds {
         let order = round % 2 == 1 ? gateways : gateways.reversed()
         for gateway in order {
             let result = try await measure(gateway, options: options, broker: broker, simulator: simulator, scratch: scratch)
             print("round \(round) \(result.line)")
+            roundLines.append("round \(round) \(result.line)")
             results[gateway.name, default: []].append(result)
         }
     }
@@ -349,7 +351,9 @@ func run(_ options: Options) async throws -> Int32 {
             "- \(options.count) advertisers at 100 ms, \(options.rounds) rounds, \(String(format: "%.0f", options.seconds)) s measured per gateway and round; medians, (min–max) over the rounds",
             "",
         ]
-        try (header + table + [""] + summary.map { "- \($0)" }).joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let rounds = ["", "Each round (the lag per second shows when a gateway fell behind; *waited* when the machine starved it):", "", "```"]
+            + roundLines + ["```"]
+        try (header + table + [""] + summary.map { "- \($0)" } + rounds).joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
     return keptUp ? 0 : 1
 }
