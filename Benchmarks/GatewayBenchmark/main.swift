@@ -20,11 +20,13 @@ import Foundation
 //   - bounded lag: the lag does not grow. A gateway that falls behind queues in D-Bus, and its
 //     lag grows by the share it misses every second (5 % of 10,000/s missed: +50 ms each second).
 //     The slope of the per-second median lag over the window (Theil–Sen, robust to a stalled
-//     second) must stay under +10 ms per second; a gateway still draining its start-up backlog
-//     has a negative slope.
+//     second) must stay under +25 ms per second: a backlog growing by at most 2.5 % of the
+//     offered rate, half the 5 % the published share allows, and over a 20 s window about six
+//     times the slope's error from the ±100 ms scheduling jitter of a shared 2-core machine. A
+//     gateway still draining its start-up backlog has a negative slope.
 
 struct Options {
-    var seconds = 12.0
+    var seconds = 20.0
     // A gateway starting on a crowd first works through a burst (1,000 new devices and the
     // reports queued meanwhile): the window opens once that backlog had time to drain.
     var warmup = 8.0
@@ -114,7 +116,7 @@ struct Measurement {
 
     var publishedShare: Double { publishedPerSecond / max(1, offeredPerSecond) }
     var cpuMicrosecondsPerMessage: Double { cpuSeconds / seconds / max(1e-9, publishedPerSecond) * 1e6 }
-    var keptUp: Bool { publishedShare >= 0.95 && lagSlope <= 10 }
+    var keptUp: Bool { publishedShare >= 0.95 && lagSlope <= 25 }
 
     var line: String {
         String(format: "%@: offered %.0f/s, published %.0f/s (%.1f %%), lag p50 %.1f ms (slope %+.1f ms/s), worst p99 %.1f ms, max %.1f ms; CPU %.3f cores, %.1f µs per published advertisement%@",
