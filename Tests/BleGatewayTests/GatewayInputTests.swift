@@ -15,6 +15,23 @@ struct GatewayInputTests {
         #expect(value.text.hasPrefix(#"{"b":1,"a""#))
     }
 
+    @Test func serialisedStringsEscapeExactlyWhatJSONNeeds() {
+        let value: JSONValue = .object([("k\"ey", .string("a\"b\\c\n\r\t\u{01}\u{1f}é\u{7f}😀")), ("n", .integer(-42)), ("x", .number(2.0)), ("y", .number(0.5))])
+        #expect(value.text == #"{"k\"ey":"a\"b\\c\n\r\t\u0001\u001fé\#u{7f}😀","n":-42,"x":2,"y":0.5}"#)
+        // Read back, the integral 2.0 is an integer: compare the text.
+        #expect(JSONValue.parse(value.data)?.text == value.text)
+        #expect(Data([0x00, 0x0f, 0xa5, 0xff]).lowercaseHex == "000fa5ff")
+        #expect(Data().lowercaseHex == "")
+    }
+
+    @Test func addressesAndTopicsAreCanonical() {
+        #expect(AdvertisementMessage.canonical("aa:bb:cc:dd:ee:0f") == "AA:BB:CC:DD:EE:0F")
+        #expect(AdvertisementMessage.canonical("AA:BB:CC:DD:EE:0F") == "AA:BB:CC:DD:EE:0F")
+        let message = AdvertisementMessage(address: "de:ad:be:ef:00:01", rssi: -60, advertisement: AdvertisementData())
+        #expect(message.address == "DE:AD:BE:EF:00:01")
+        #expect(message.topicID == "DEADBEEF0001")
+    }
+
     @Test func hostileJSONIsRefusedNotTrapped() {
         let nested = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         for text in ["", "{", "{\"a\":}", "[1,]", "\"\\u12\"", "\"\\ud800\"", "-", "1e999999", nested, "{\"a\":1} x", "nul", "\u{0}"] {

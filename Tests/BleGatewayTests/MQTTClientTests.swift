@@ -32,6 +32,32 @@ struct MQTTClientTests {
         #expect(Set(recorder.messages.map(\.topic)) == Set((3..<8).map { "buffer/\($0)" }))
     }
 
+    /// A burst of publishes is written under TCP_CORK, and the socket is uncorked once the loop
+    /// has run the rest of what was ready: nothing is left waiting for the kernel's 200 ms flush.
+    @Test func publishesAreCorkedForOneLoopTurnOnly() async throws {
+        let broker = try MosquittoBroker()
+        let recorder = try MessageRecorder(port: broker.port, patterns: ["cork/#"])
+        defer { recorder.close() }
+        try await recorder.ready()
+        let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "corked"))
+        client.start()
+        defer { client.close() }
+        try await waitUntil("connected") { client.state == .connected }
+        for index in 0..<20 { client.publish("cork/\(index)", "m\(index)") }
+        #expect(client.corked)
+        #expect(Self.corkOption(client.watchedSocket) == 1)
+        try await waitUntil("uncorked") { !client.corked }
+        #expect(Self.corkOption(client.watchedSocket) == 0)
+        try await recorder.wait("all twenty") { $0.filter { $0.topic.hasPrefix("cork/") }.count == 20 }
+    }
+
+    private static func corkOption(_ socket: Int32) -> Int32 {
+        var value: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, &length) == 0 else { return -1 }
+        return value
+    }
+
     /// A connection that dies without DISCONNECT makes the broker publish the will.
     @Test func droppedConnectionPublishesTheWill() async throws {
         let broker = try MosquittoBroker()

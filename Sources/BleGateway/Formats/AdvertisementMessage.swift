@@ -22,7 +22,7 @@ public struct AdvertisementMessage: Sendable {
 
     /// Builds the message from what BleCore reports.
     public init(address: String, rssi: Int, advertisement: AdvertisementData) {
-        self.address = address.uppercased()
+        self.address = AdvertisementMessage.canonical(address)
         name = advertisement.localName
         self.rssi = rssi
         txPower = advertisement.txPowerLevel
@@ -88,5 +88,11 @@ public struct AdvertisementMessage: Sendable {
     }
 
     /// The topic suffix: the address without colons, as OpenMQTTGateway and Theengs write it.
-    public var topicID: String { address.replacingOccurrences(of: ":", with: "") }
+    public var topicID: String { String(decoding: address.utf8.filter { $0 != UInt8(ascii: ":") }, as: UTF8.self) }
+
+    /// The address in upper case; BlueZ's addresses already are, and are returned as they are
+    /// (no new string for each of thousands of advertisements a second).
+    public static func canonical(_ address: String) -> String {
+        address.utf8.contains(where: { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }) ? address.uppercased() : address
+    }
 }

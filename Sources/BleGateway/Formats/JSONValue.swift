@@ -75,66 +75,83 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// The serialised form, without spaces.
-    public var text: String {
-        var output = ""
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The serialised form as bytes.
+    public var data: Data { Data(bytes) }
+
+    /// The serialised form as UTF-8, written straight into bytes: a gateway serialises one
+    /// object per advertisement, thousands a second, and appending to a String scalar by
+    /// scalar cost more than the rest of the message.
+    public var bytes: [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
         write(to: &output)
         return output
     }
 
-    /// The serialised form as bytes.
-    public var data: Data { Data(text.utf8) }
-
-    private func write(to output: inout String) {
+    private func write(to output: inout [UInt8]) {
         switch self {
         case .string(let text): JSONValue.writeString(text, to: &output)
-        case .integer(let value): output += String(value)
+        case .integer(let value): output.append(contentsOf: String(value).utf8)
         case .number(let value):
             if value.isFinite {
                 // Shortest round-trip form, without the ".0" of integral values Swift prints.
                 let text = "\(value)"
-                output += text.hasSuffix(".0") ? String(text.dropLast(2)) : text
+                output.append(contentsOf: (text.hasSuffix(".0") ? String(text.dropLast(2)) : text).utf8)
             } else {
-                output += "null"
+                output.append(contentsOf: "null".utf8)
             }
-        case .bool(let value): output += value ? "true" : "false"
-        case .null: output += "null"
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .null: output.append(contentsOf: "null".utf8)
         case .array(let items):
-            output += "["
+            output.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
-                if index > 0 { output += "," }
+                if index > 0 { output.append(UInt8(ascii: ",")) }
                 item.write(to: &output)
             }
-            output += "]"
+            output.append(UInt8(ascii: "]"))
         case .object(let pairs):
-            output += "{"
+            output.append(UInt8(ascii: "{"))
             for (index, (key, value)) in pairs.enumerated() {
-                if index > 0 { output += "," }
+                if index > 0 { output.append(UInt8(ascii: ",")) }
                 JSONValue.writeString(key, to: &output)
-                output += ":"
+                output.append(UInt8(ascii: ":"))
                 value.write(to: &output)
             }
-            output += "}"
+            output.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func writeString(_ text: String, to output: inout String) {
-        output += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    output += String(format: "\\u%04x", scalar.value)
-                } else {
-                    output.unicodeScalars.append(scalar)
+    private static func writeString(_ text: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            // Most strings (addresses, hex, names) need no escape: copied in one go.
+            guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                output.append(contentsOf: utf8)
+                return
+            }
+            let hexDigits: StaticString = "0123456789abcdef"
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+                case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case UInt8(ascii: "\n"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case UInt8(ascii: "\r"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case UInt8(ascii: "\t"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case ..<0x20:
+                    // Bytes under 0x20 are whole scalars in UTF-8 (never part of a longer one).
+                    output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                    hexDigits.withUTF8Buffer { digits in
+                        output.append(digits[Int(byte >> 4)])
+                        output.append(digits[Int(byte & 0x0f)])
+                    }
+                default: output.append(byte)
                 }
             }
         }
-        output += "\""
+        output.append(UInt8(ascii: "\""))
     }
 
     /// Parses JSON text; nil when it is not valid JSON (bad input from the broker never traps).
@@ -277,14 +294,18 @@ private struct JSONParser {
 extension Data {
     /// Lower-case hex, as OpenMQTTGateway writes manufacturer and service data.
     var lowercaseHex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(count * 2)
-        for byte in self {
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 0x0f)])
+        let hexDigits: StaticString = "0123456789abcdef"
+        return hexDigits.withUTF8Buffer { digits in
+            String(unsafeUninitializedCapacity: count * 2) { output in
+                var index = 0
+                for byte in self {
+                    output[index] = digits[Int(byte >> 4)]
+                    output[index + 1] = digits[Int(byte & 0x0f)]
+                    index += 2
+                }
+                return index
+            }
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Bytes from hex text (spaces and a 0x prefix allowed); nil when it is not hex.

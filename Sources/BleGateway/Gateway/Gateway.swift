@@ -39,6 +39,7 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
 
     private var peripherals: [String: Peripheral] = [:]
     private var lastPublished: [String: ContinuousClock.Instant] = [:]
+    private var topics: [String: String] = [:]
     private var discovery = HomeAssistantDiscovery()
     private var fleet: FleetCoordinator?
     private var queue: [GattRequest] = []
@@ -122,8 +123,8 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     /// Publishes the advertisement, as the options allow.
     public func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi: Int) {
         statistics.heard += 1
-        let address = peripheral.address.uppercased()
-        peripherals[address] = peripheral
+        let address = AdvertisementMessage.canonical(peripheral.address)
+        if peripherals[address] !== peripheral { peripherals[address] = peripheral }
         if var fleet {
             let now = clock.now
             if fleet.shouldAnnounce(address, rssi: rssi, now: now, interval: configuration.fleetAnnounceInterval) {
@@ -160,7 +161,7 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
             }
             lastPublished[address] = now
         }
-        mqtt.publish("\(configuration.advertisementTopic)/\(message.topicID)", message.json(gateway: configuration.name).data,
+        mqtt.publish(advertisementTopic(address, message), message.json(gateway: configuration.name).data,
                      qos: configuration.qos.advertisements)
         statistics.published += 1
         if configuration.homeAssistantDiscovery {
@@ -168,6 +169,17 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
                 mqtt.publish(topic, payload.data, qos: configuration.qos.discovery, retain: true)
             }
         }
+    }
+
+    /// `home/<gateway>/BTtoMQTT/<MAC without colons>`, built once per device: the same few
+    /// thousand topics are published again and again. Bounded: a crowd of rotating random
+    /// addresses starts the cache afresh rather than growing it without end.
+    private func advertisementTopic(_ address: String, _ message: AdvertisementMessage) -> String {
+        if let topic = topics[address] { return topic }
+        if topics.count >= 16_384 { topics.removeAll(keepingCapacity: true) }
+        let topic = "\(configuration.advertisementTopic)/\(message.topicID)"
+        topics[address] = topic
+        return topic
     }
 
     private func admits(_ address: String, rssi: Int) -> Bool {

@@ -63,7 +63,12 @@ public final class MQTTClient {
     private var subscriptions: [(pattern: String, qos: Int32)] = []
     private var readWatch: FileDescriptorWatch?
     private var writeWatch: FileDescriptorWatch?
-    private var watchedSocket: Int32 = -1
+    private(set) var watchedSocket: Int32 = -1
+    /// TCP_CORK is on while a burst of publishes is written (one D-Bus batch of advertisements):
+    /// libmosquitto writes each packet as it is published, and without the cork each becomes
+    /// its own TCP segment, whose sending (and, on loopback, receiving) the kernel charges here.
+    private(set) var corked = false
+    private var uncorkTimer: LoopTimer?
     private var housekeeping: LoopTimer?
     private var reconnectTimer: LoopTimer?
     private var nextDelay: Duration
@@ -211,7 +216,29 @@ public final class MQTTClient {
         updateWriteInterest()
     }
 
+    /// Corks the socket until the loop has run the rest of what is ready now.
+    private func cork() {
+        guard !corked, watchedSocket >= 0 else { return }
+        var on: Int32 = 1
+        guard setsockopt(watchedSocket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else { return }
+        corked = true
+        uncorkTimer = LoopTimer.scheduled(after: .zero) { [weak self] in self?.uncork() }
+    }
+
+    /// Uncorks; `socketIsOpen` false when the socket is being dropped (its descriptor may be
+    /// closed already, and then could name another file by now).
+    private func uncork(socketIsOpen: Bool = true) {
+        uncorkTimer?.cancel()
+        uncorkTimer = nil
+        guard corked else { return }
+        corked = false
+        guard socketIsOpen, watchedSocket >= 0 else { return }
+        var off: Int32 = 0
+        _ = setsockopt(watchedSocket, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     private func removeWatches() {
+        uncork(socketIsOpen: false)
         readWatch?.cancel()
         writeWatch?.cancel()
         readWatch = nil
@@ -317,6 +344,7 @@ public final class MQTTClient {
 
     private func send(_ message: OfflineBuffer.Message) {
         guard let handle else { return }
+        cork()
         let code = message.payload.withUnsafeBytes { bytes in
             mosquitto_publish(handle, nil, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos, message.retain)
         }

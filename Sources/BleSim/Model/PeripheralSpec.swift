@@ -41,6 +41,10 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
     public var servicesAfterReconnect: [ServiceSpec]?
     /// Scripted behaviour.
     public var rules: [BehaviourRule]
+    /// Whether each report's first manufacturer data (by company id) ends in the time it was
+    /// sent (microseconds since the epoch, 8 bytes big-endian), so that a benchmark can measure
+    /// how late it reaches a consumer. Set by a crowd's `"timestamped": true`.
+    public var timestampsReports = false
 
     /// `public` or `random`.
     public enum AddressType: String, Sendable, Codable, Equatable {

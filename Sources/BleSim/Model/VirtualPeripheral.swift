@@ -91,8 +91,15 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
         }
         var serviceData: [String: Data] = [:]
         for (uuid, data) in spec.serviceData { serviceData[SimUUID.full(uuid) ?? uuid.lowercased()] = data }
+        var manufacturerData = spec.manufacturerData
+        if spec.timestampsReports, let company = manufacturerData.keys.min() {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let microseconds = UInt64(max(0, now.tv_sec)) &* 1_000_000 &+ UInt64(max(0, now.tv_nsec / 1000))
+            manufacturerData[company, default: Data()] += withUnsafeBytes(of: microseconds.bigEndian) { Data($0) }
+        }
         return AdvertisingReport(address: spec.address, addressType: spec.addressType.rawValue, name: spec.name,
-                                 rssi: rssi, txPower: spec.txPower, manufacturerData: spec.manufacturerData,
+                                 rssi: rssi, txPower: spec.txPower, manufacturerData: manufacturerData,
                                  serviceData: serviceData, serviceUUIDs: spec.serviceUUIDs.map { SimUUID.full($0) ?? $0.lowercased() },
                                  connectable: spec.connectable)
     }

@@ -218,11 +218,12 @@ public struct Scenario: Sendable, Decodable {
     }
 
     /// `{"count": 1000, "addressPrefix": "DE:AD", "namePrefix": "beacon-", "interval": 100, "rssi": -70, "rssiJitter": 6}`:
-    /// many similar advertisers without listing each (a crowded room).
+    /// many similar advertisers without listing each (a crowded room). `"timestamped": true`
+    /// stamps each report's manufacturer data with its sending time (`PeripheralSpec.timestampsReports`).
     private struct Crowd: Decodable {
         var peripherals: [PeripheralSpec]
 
-        private enum Keys: String, CodingKey { case count, addressPrefix, namePrefix, interval, rssi, rssiJitter, connectable }
+        private enum Keys: String, CodingKey { case count, addressPrefix, namePrefix, interval, rssi, rssiJitter, connectable, timestamped }
 
         init(from decoder: Decoder) throws {
             let container = try decoder.container(keyedBy: Keys.self)
@@ -244,11 +245,14 @@ public struct Scenario: Sendable, Decodable {
             let rssi = try container.decodeIfPresent(Int16.self, forKey: .rssi) ?? -70
             let jitter = try container.decodeIfPresent(Int16.self, forKey: .rssiJitter) ?? 6
             let connectable = try container.decodeIfPresent(Bool.self, forKey: .connectable) ?? false
+            let timestamped = try container.decodeIfPresent(Bool.self, forKey: .timestamped) ?? false
             peripherals = (0..<count).map { index in
-                PeripheralSpec(address: prefix.uppercased() + String(format: ":%02X:%02X", index >> 8, index & 0xFF),
-                               name: "\(namePrefix)\(index)", rssi: rssi, rssiJitter: jitter,
-                               manufacturerData: [0xFFFF: Data([UInt8(index >> 8), UInt8(index & 0xFF)])],
-                               advertisingIntervalMilliseconds: interval, connectable: connectable)
+                var spec = PeripheralSpec(address: prefix.uppercased() + String(format: ":%02X:%02X", index >> 8, index & 0xFF),
+                                          name: "\(namePrefix)\(index)", rssi: rssi, rssiJitter: jitter,
+                                          manufacturerData: [0xFFFF: Data([UInt8(index >> 8), UInt8(index & 0xFF)])],
+                                          advertisingIntervalMilliseconds: interval, connectable: connectable)
+                spec.timestampsReports = timestamped
+                return spec
             }
         }
     }
