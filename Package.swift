@@ -121,7 +121,7 @@ let package = Package(
         // The pairing agent, pair() and bonds, against BleSim's agent calls on both sides.
         .testTarget(name: "PairingTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // Issue 16: the fault matrix, hostile peers, bad input and the fuzzers' regression inputs.
-        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus", "BleFuzzTargets"]),
+        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleSim", "BleTestSupport", "BleDBus", "BleFuzzTargets"]),
         // The parsers libFuzzer drives (make fuzz); the driver replays inputs when built without -DBLEKIT_FUZZING.
         .target(name: "BleFuzzTargets", dependencies: ["BleCore", "BleDBus", "BleDSL", "BleSim"], path: "Fuzz/Targets"),
         .executableTarget(name: "blekit-fuzz", dependencies: ["BleFuzzTargets"], path: "Fuzz/Driver"),

@@ -173,6 +173,10 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
             // Without systemd, a call to an unowned org.bluez tries D-Bus activation and fails
             // with Spawn.ChildExited (observed), not ServiceUnknown.
             return .serviceUnknown(text)
+        case "org.freedesktop.DBus.Error.NoReply" where text.hasPrefix("Message recipient disconnected"):
+            // dbus-daemon's answer for every call bluetoothd held when it died (SIGKILL, crash):
+            // not a timeout, and known at once (a pairing waited for its deadline otherwise).
+            return .bluetoothRestarted
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.TimedOut":
             return .timeout(operation: text)
         default:

@@ -186,6 +186,10 @@ extension Peripheral {
             switch result {
             case .success(let body):
                 operation.finish(Result { () throws(BleError) in try reply(body) })
+            case .failure(.notConnected):
+                // bluetoothd answers every request outstanding at a link loss "Not connected",
+                // often before `Connected=false`: the documented ending is `.disconnected`.
+                operation.finish(.failure(.disconnected))
             case .failure(let error): operation.finish(.failure(error))
             }
         }

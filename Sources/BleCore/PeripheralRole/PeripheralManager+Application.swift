@@ -264,6 +264,7 @@ extension PeripheralManager {
 
     @BleLoop private func startDeadline(_ request: ATTRequest) {
         let limit = options.requestTimeout
+        unansweredRequestCount += 1
         request.deadline = LoopTimer.scheduled(after: limit) { [weak self, weak request] in
             guard let self, let request, !request.answered else { return }
             BleLog.warning("\(request) was not answered within \(limit): answering Unlikely Error")
@@ -277,6 +278,7 @@ extension PeripheralManager {
             return false
         }
         request.answered = true
+        unansweredRequestCount -= 1
         request.deadline?.cancel()
         request.deadline = nil
         guard request.needsResponse, let call = request.call.value else { return true }

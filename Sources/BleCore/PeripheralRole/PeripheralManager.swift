@@ -59,6 +59,8 @@ public final class PeripheralManager: @unchecked Sendable {
     @BleLoop var flow = NotificationFlow()
     @BleLoop var daemonAbsence: LoopTimer?
     @BleLoop var warnedAboutSubsets = false
+    /// Requests handed to the delegates whose answer (or deadline) has not come yet.
+    @BleLoop var unansweredRequestCount = 0
 
     /// Starts a manager; `peripheralManagerDidUpdateState` follows once bluetoothd has answered.
     public init(delegate: PeripheralManagerDelegate?, queue: DispatchQueue?, options: PeripheralManagerOptions = PeripheralManagerOptions()) {

@@ -1,0 +1,39 @@
+import BleAsync
+@testable import BleCore
+import BleDBus
+import BleSim
+import BleTestSupport
+import Foundation
+
+/// Answers the pairing agent's questions: at once, unless told to hold them (the pairing is
+/// then in flight when the fault strikes).
+final class PairingHolder: PairingAgentDelegate, @unchecked Sendable {
+    let hold = Locked(false)
+    let requests: EventRecorder<PairingRequest>
+
+    @BleLoop init() { requests = EventRecorder<PairingRequest>() }
+
+    func pairingAgent(_ agent: PairingAgent, didReceive request: PairingRequest) {
+        requests.appendFromAnyThread(request)
+        if !hold.value { request.accept() }
+    }
+}
+
+extension Bench {
+    /// A bench whose central is an `AsyncBleManager`'s (the recorder hears its events too).
+    static func startAsync(_ peripherals: [PeripheralSpec], configuration: Simulator.Configuration,
+                           configure: (inout CentralManagerOptions) -> Void) async throws -> (Bench, AsyncBleManager) {
+        let fixture = try await SimulatorFixture.start(peripherals: peripherals, configuration: configuration)
+        let bench = Bench(fixture: fixture)
+        let calls = bench.calls
+        fixture.simulator.traceObserver = { calls.append($0.member) }
+        var options = CentralManagerOptions(bus: .address(bench.busAddress), operationTimeout: .seconds(3), connectTimeout: .seconds(10),
+                                            retryBackoff: .milliseconds(10), servicesResolvedGrace: .milliseconds(200))
+        configure(&options)
+        let manager = AsyncBleManager(configuration: options)
+        manager.central.multiDelegate.addDelegate(bench.recorder)
+        bench.central = manager.central
+        try await bench.recorder.wait("poweredOn") { if case .state(.poweredOn) = $0 { return true }; return false }
+        return (bench, manager)
+    }
+}
