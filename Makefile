@@ -34,12 +34,13 @@ test-bluez:
 test-tsan: bootstrap
 	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
 
-# Issue 16: the whole suite under ThreadSanitizer, then AddressSanitizer (leaks checked against
-# the reviewed list Tests/Sanitizers/lsan-suppressions.txt).
+# Issue 16: the whole suite under ThreadSanitizer, then AddressSanitizer (errors and leaks checked
+# against the reviewed lists Tests/Sanitizers/asan-suppressions.txt and lsan-suppressions.txt).
 test-sanitizers: bootstrap
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan $(SWIFT_BUILD_FLAGS)
 	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan $(SWIFT_BUILD_FLAGS)
+	ASAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/asan-suppressions.txt \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/lsan-suppressions.txt:print_suppressions=0 \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan $(SWIFT_TEST_FLAGS)
 

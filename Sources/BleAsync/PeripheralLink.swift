@@ -36,14 +36,16 @@ final class PeripheralLink: PeripheralLoopObserver {
     /// The read characteristics of those engines.
     private var commandReads: Set<ObjectIdentifier> = []
     private var nextID: UInt64 = 0
-    private var asyncPeripheralStorage: AsyncPeripheral?
+    /// Weak: the `AsyncPeripheral` holds this link, so a strong reference back kept both, the
+    /// peripheral and its whole BlueZ session alive forever after the manager was released.
+    private weak var asyncPeripheralStorage: AsyncPeripheral?
 
     init(peripheral: Peripheral, hub: CentralHub) {
         self.peripheral = peripheral
         self.hub = hub
     }
 
-    /// The public face (one per peripheral and manager).
+    /// The public face (one per peripheral and manager while the app holds it).
     var asyncPeripheral: AsyncPeripheral {
         if let asyncPeripheralStorage { return asyncPeripheralStorage }
         let made = AsyncPeripheral(link: self)
