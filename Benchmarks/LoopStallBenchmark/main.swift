@@ -12,6 +12,10 @@ import Foundation
 // baseline. Not a test: speed is never asserted in tests.
 
 let bound = CommandLine.arguments.firstIndex(of: "--bound").flatMap { Int(CommandLine.arguments[$0 + 1]) } ?? 250
+// The machine is shared: other processes can only lengthen a stall, never shorten it, so the
+// verdict takes the shortest of several runs (--runs N, default 3). A stall BleKit causes is in
+// every run; one a busy neighbour causes is not.
+let runs = max(1, CommandLine.arguments.firstIndex(of: "--runs").flatMap { Int(CommandLine.arguments[$0 + 1]) } ?? 3)
 
 @BleLoop final class StallMeter {
     var last = ContinuousClock.now
@@ -76,10 +80,11 @@ final class Quiet: CentralManagerDelegate, @unchecked Sendable {
     return 0
 }
 
-@BleLoop func run() async throws -> Int32 {
+/// One measurement: the longest stall while idle and during the flood, in milliseconds.
+@BleLoop func measure() async throws -> (idle: Double, flood: Double)? {
     let bus = try await PrivateBus.start()
     defer { bus.stopInBackground() }
-    guard case .address(let address) = bus.busAddress else { return 2 }
+    guard case .address(let address) = bus.busAddress else { return nil }
     let child = Process()
     child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
     child.arguments = ["--fake", address]
@@ -89,7 +94,7 @@ final class Quiet: CentralManagerDelegate, @unchecked Sendable {
     defer { child.terminate() }
     // Wait for "ready" off the loop.
     let ready = await Task.detached { output.fileHandleForReading.availableData }.value
-    guard String(decoding: ready, as: UTF8.self).contains("ready") else { print("verdict: FAIL (the fake did not start)"); return 1 }
+    guard String(decoding: ready, as: UTF8.self).contains("ready") else { return nil }
     let meter = StallMeter()
     // Idle baseline.
     meter.start()
@@ -105,8 +110,20 @@ final class Quiet: CentralManagerDelegate, @unchecked Sendable {
     central.close()
     let idleMs = Double(idle.components.attoseconds) / 1e15 + Double(idle.components.seconds) * 1000
     let floodMs = Double(flooded.components.attoseconds) / 1e15 + Double(flooded.components.seconds) * 1000
-    print(String(format: "loop stall: idle longest %.1f ms; under a hostile flood longest %.1f ms (%.1f× idle); bound %d ms",
-                 idleMs, floodMs, floodMs / max(idleMs, 0.001), bound))
+    print(String(format: "loop stall: idle longest %.1f ms; under a hostile flood longest %.1f ms (%.1f× idle)",
+                 idleMs, floodMs, floodMs / max(idleMs, 0.001)))
+    return (idleMs, floodMs)
+}
+
+@BleLoop func run() async throws -> Int32 {
+    var floods: [Double] = []
+    for _ in 0..<runs {
+        guard let measured = try await measure() else { print("verdict: FAIL (the fake did not start)"); return 1 }
+        floods.append(measured.flood)
+    }
+    let floodMs = floods.min() ?? .infinity
+    print(String(format: "loop stall under the flood: shortest of %d runs %.1f ms (longest %.1f ms); bound %d ms",
+                 runs, floodMs, floods.max() ?? 0, bound))
     let passed = floodMs <= Double(bound)
     print(passed ? "verdict: PASS" : "verdict: FAIL (the loop was blocked longer than the bound)")
     return passed ? 0 : 1
