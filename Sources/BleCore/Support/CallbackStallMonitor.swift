@@ -20,7 +20,10 @@ final class CallbackStallMonitor: Sendable {
     }
 
     private let label: String
-    private let state = Mutex(State())
+    // An NSLock, not Synchronization's Mutex: the wrapped callback runs on the app's queue, and
+    // ThreadSanitizer does not see the Mutex's futex hand-off (it reported these accesses as a
+    // race); a pthread-based lock it understands keeps make test-sanitizers meaningful.
+    private let state = Locked(State())
     @BleLoop private var timer: LoopTimer?
 
     init(label: String) { self.label = label }
