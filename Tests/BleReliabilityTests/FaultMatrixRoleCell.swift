@@ -431,16 +431,7 @@ final class RoleCell {
     }
 
     func freshDiscovery() async throws -> Peripheral {
-        let mark = bench.recorder.mark
-        bench.central.scanForPeripherals(withServices: nil)
-        let event = try await bench.recorder.wait(since: mark, "a new discovery of the app") {
-            if case .discovered(let p, _, _) = $0 { return p.address == Served.serverAddress }
-            return false
-        }
-        bench.central.stopScan()
-        guard case .discovered(let found, _, _) = event else { throw WaitTimeout(what: "discovery", seen: []) }
-        found.delegate = bench.recorder
-        return found
+        try await bench.freshDiscovery(of: Served.serverAddress, "a new discovery of the app")
     }
 
     func quiesce() async throws {

@@ -37,3 +37,20 @@ extension Bench {
         return (bench, manager)
     }
 }
+
+extension Bench {
+    /// Scans until the device at `address` is reported by this scan (not an earlier one), then
+    /// stops scanning and makes the recorder its delegate.
+    func freshDiscovery(of address: String, _ what: String) async throws -> Peripheral {
+        let mark = recorder.mark
+        central.scanForPeripherals(withServices: nil)
+        let event = try await recorder.wait(since: mark, what) {
+            if case .discovered(let p, _, _) = $0 { return p.address == address }
+            return false
+        }
+        central.stopScan()
+        guard case .discovered(let found, _, _) = event else { throw WaitTimeout(what: "discovery", seen: []) }
+        found.delegate = recorder
+        return found
+    }
+}

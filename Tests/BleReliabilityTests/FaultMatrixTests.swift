@@ -528,16 +528,7 @@ final class CoreCell {
 
     /// Scans until the device is reported by this scan (not an earlier one).
     func freshDiscovery() async throws -> Peripheral {
-        let mark = bench.recorder.mark
-        bench.central.scanForPeripherals(withServices: nil)
-        let event = try await bench.recorder.wait(since: mark, "a new discovery") {
-            if case .discovered(let p, _, _) = $0 { return p.address == Sample.address }
-            return false
-        }
-        bench.central.stopScan()
-        guard case .discovered(let found, _, _) = event else { throw WaitTimeout(what: "discovery", seen: []) }
-        found.delegate = bench.recorder
-        return found
+        try await bench.freshDiscovery(of: Sample.address, "a new discovery")
     }
 
     func quiesce() async throws {

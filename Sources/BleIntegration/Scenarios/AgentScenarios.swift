@@ -82,7 +82,13 @@ extension PairingScenarios {
         try context.expect(peripheral.isPaired && peripheral.isBonded, "not Paired/Bonded after pair()")
         context.step("Paired \(peripheral.isPaired), Bonded \(peripheral.isBonded)")
 
-        // Forget the bond on both sides: the peer keeps its own otherwise, and refuses later pairings.
+        try await removeBondsOnBothSides(central, peripheral, events: events, context: context)
+        context.step("bonds removed on both sides")
+    }
+
+    /// Forgets the bond on both sides: the peer keeps its own otherwise, and refuses later pairings.
+    @BleLoop static func removeBondsOnBothSides(_ central: CentralManager, _ peripheral: Peripheral, events: EventRecorder<AgentEvent>,
+                                                context: ScenarioContext) async throws {
         central.removeBond(peripheral) { error in events.appendFromAnyThread(.removed(error)) }
         let removal = try await events.first(timeout: context.eventDeadline, "removeBond") { if case .removed = $0 { return true }; return false }
         if case .removed(let failure?) = removal { throw ScenarioFailure("removeBond failed: \(failure)") }
@@ -92,7 +98,6 @@ extension PairingScenarios {
             try await context.call("RemoveDevice on the serving side", adapter, BlueZ.Adapter1.interface, BlueZ.Adapter1.Method.removeDevice,
                                    [.objectPath(device)])
         }
-        context.step("bonds removed on both sides")
     }
 
     private static func describe(_ kind: PairingRequest.Kind) -> String {

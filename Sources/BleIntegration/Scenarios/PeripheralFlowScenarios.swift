@@ -219,16 +219,7 @@ enum PeripheralFlowScenarios {
         try context.expect(peripheral.isPaired && peripheral.isBonded, "not Paired/Bonded after pair()")
         context.step("Paired \(peripheral.isPaired), Bonded \(peripheral.isBonded)")
 
-        // Forget the bond on both sides: the peer keeps its own otherwise, and refuses later pairings.
-        central.removeBond(peripheral) { error in events.appendFromAnyThread(.removed(error)) }
-        let removal = try await events.first(timeout: context.eventDeadline, "removeBond") { if case .removed = $0 { return true }; return false }
-        if case .removed(let failure?) = removal { throw ScenarioFailure("removeBond failed: \(failure)") }
-        if let centralAddress = central.adapterAddress {
-            let adapterPath = try BlueZ.rootPath.appending(context.backend.peripheralAdapter)
-            let device = try ObjectPath("\(adapterPath.rawValue)/dev_\(centralAddress.replacingOccurrences(of: ":", with: "_"))")
-            try await context.call("RemoveDevice on the serving side", adapterPath, BlueZ.Adapter1.interface, BlueZ.Adapter1.Method.removeDevice,
-                                   [.objectPath(device)])
-        }
+        try await PairingScenarios.removeBondsOnBothSides(central, peripheral, events: events, context: context)
         try await wait(server, "central disconnected", context)
         context.step("bonds removed on both sides")
     }
