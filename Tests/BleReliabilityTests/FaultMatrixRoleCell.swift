@@ -33,7 +33,7 @@ enum Served {
 
 /// The app's side: records its events and requests, answers them at once unless told to hold
 /// them (the request is then in flight when the fault strikes).
-final class ServedRecorder: PeripheralManagerDelegate, @unchecked Sendable {
+final class ServedRecorder: PeripheralManagerDelegate, Sendable {
     let events: EventRecorder<String>
     let requests: EventRecorder<ATTRequest>
     @BleLoop var hold = false

@@ -7,7 +7,7 @@ import Foundation
 
 /// Answers the pairing agent's questions: at once, unless told to hold them (the pairing is
 /// then in flight when the fault strikes).
-final class PairingHolder: PairingAgentDelegate, @unchecked Sendable {
+final class PairingHolder: PairingAgentDelegate, Sendable {
     let hold = Locked(false)
     let requests: EventRecorder<PairingRequest>
 

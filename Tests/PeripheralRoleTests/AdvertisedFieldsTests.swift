@@ -104,7 +104,7 @@ import Testing
 }
 
 /// Hands every discovery's advertisement data, and state changes, to `seen`.
-final class Scanner: CentralManagerDelegate, @unchecked Sendable {
+final class Scanner: CentralManagerDelegate, Sendable {
     let seen: @Sendable (AdvertisementData) -> Void
     init(_ seen: @escaping @Sendable (AdvertisementData) -> Void) { self.seen = seen }
     func centralManagerDidUpdateState(_ central: CentralManager) { seen(AdvertisementData()) }

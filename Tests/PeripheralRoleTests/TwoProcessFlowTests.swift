@@ -128,7 +128,7 @@ extension TwoProcessFlowTests {
 }
 
 /// Records discoveries and notified values of one peripheral (on the loop, no queue).
-final class NotificationListener: PeripheralDelegate, @unchecked Sendable {
+final class NotificationListener: PeripheralDelegate, Sendable {
     let events: EventRecorder<String>
     @BleLoop init() { events = EventRecorder<String>() }
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
@@ -142,7 +142,7 @@ final class NotificationListener: PeripheralDelegate, @unchecked Sendable {
 }
 
 /// The central's agent: accepts a numeric comparison and records the passkey it was shown.
-final class ConfirmingAgent: PairingAgentDelegate, @unchecked Sendable {
+final class ConfirmingAgent: PairingAgentDelegate, Sendable {
     let answers: EventRecorder<String>
     init(_ answers: EventRecorder<String>) { self.answers = answers }
     func pairingAgent(_ agent: PairingAgent, didRegister error: Error?) {

@@ -20,7 +20,7 @@ enum PeripheralFlowScenarios {
 
     /// The served side: records the manager's events; answers command 01 with `packets`, and a
     /// subscription to the ticker with two notifications `be ef`.
-    final class Server: PeripheralManagerDelegate, @unchecked Sendable {
+    final class Server: PeripheralManagerDelegate, Sendable {
         let events: EventRecorder<String>
         let responseCharacteristic: MutableCharacteristic
         let tickerCharacteristic: MutableCharacteristic
@@ -103,7 +103,7 @@ enum PeripheralFlowScenarios {
     // MARK: BleKit on both sides, with pairing
 
     /// Records the values notified on the ticker (any thread; no queue on the loop).
-    final class TickerListener: PeripheralDelegate, @unchecked Sendable {
+    final class TickerListener: PeripheralDelegate, Sendable {
         let values: EventRecorder<String>
         @BleLoop init() { values = EventRecorder<String>() }
         func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: Error?) {

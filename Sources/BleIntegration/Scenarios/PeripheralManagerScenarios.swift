@@ -16,7 +16,7 @@ public enum PeripheralManagerScenarios {
     static let name = "blekit-pm"
 
     /// Records the manager's events; answers command 01 with two notifications.
-    final class Server: PeripheralManagerDelegate, @unchecked Sendable {
+    final class Server: PeripheralManagerDelegate, Sendable {
         let events: EventRecorder<String>
         let response: MutableCharacteristic
         @BleLoop init(response: MutableCharacteristic) {

@@ -6,7 +6,7 @@ import Foundation
 /// when a central pairs with the served peripheral (the responder), so it registers as default;
 /// the questions are answered as `blekit pair` answers them, and every one is printed, so the
 /// passkey shown on both sides can be compared.
-final class ServeAgent: PairingAgentDelegate, @unchecked Sendable {
+final class ServeAgent: PairingAgentDelegate, Sendable {
     private let prompt: PairingPrompt
     private let post: @Sendable (PeripheralEvent) -> Void
 
