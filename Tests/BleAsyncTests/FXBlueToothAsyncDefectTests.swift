@@ -60,7 +60,9 @@ struct FXBlueToothAsyncDefectTests {
         bench.simulator.faults.neverReply(to: "Connect", times: 2)
         let disconnects = bench.callCount("Disconnect")
         do {
-            _ = try await manager.connect(other.peripheral, timeout: 0.3)
+            // Long enough for the Connect call to reach BlueZ on a loaded machine: only an attempt
+            // that was sent has something to cancel with Disconnect.
+            _ = try await manager.connect(other.peripheral, timeout: 2)
             Issue.record("the connect returned")
         } catch AsyncBleClientError.timeout(let operation) {
             #expect(operation == .connect)

@@ -319,7 +319,9 @@ struct DataLossSymptomTests {
         // A notification socket with 200 packets already waiting in it, as from a peer that
         // floods: our end is adopted as AcquireNotify's would be.
         var ends: [Int32] = [-1, -1]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &ends) == 0)
+        // Close-on-exec: a child another test spawns meanwhile would otherwise keep a copy of the
+        // peer open, and its close would hang nothing up.
+        #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0)
         let flood = 200
         for index in 0..<flood {
             var packet: [UInt8] = [UInt8(index & 0xff), 1]

@@ -143,7 +143,9 @@ struct NotifyAcrossReconnectTests {
 struct ProcessSocketsTests {
     @Test func aSocketWhoseOtherEndClosedIsALeakAndALivePairIsNot() throws {
         var ends: [Int32] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &ends) == 0)
+        // Close-on-exec: a child another test spawns meanwhile would otherwise keep a copy of the
+        // peer open, and its close would hang nothing up.
+        try #require(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0)
         defer { close(ends[0]) }
         let inodes = Set(ProcessSockets.seqpacket().filter { ends.contains($0.value) }.keys)
         #expect(inodes.count == 2)
