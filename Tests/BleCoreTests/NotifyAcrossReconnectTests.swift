@@ -151,6 +151,10 @@ struct ProcessSocketsTests {
         #expect(inodes.count == 2)
         #expect(ProcessSockets.leaked(among: inodes).isEmpty)
         close(ends[1])
+        // The hang-up is an event, waited for with a deadline: a child that another test is
+        // spawning holds a copy of the peer until its exec closes it.
+        var entry = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+        #expect(poll(&entry, 1, 10_000) == 1 && entry.revents & Int16(POLLHUP) != 0, "no hang-up within 10 s of closing the peer")
         #expect(ProcessSockets.leaked(among: inodes).count == 1)
     }
 }
