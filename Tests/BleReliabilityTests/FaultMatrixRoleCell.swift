@@ -370,14 +370,7 @@ final class RoleCell {
     }
 
     func disconnect(_ peripheral: Peripheral) async throws {
-        guard peripheral.state != .disconnected else { return }
-        let mark = bench.recorder.mark
-        bench.central.cancelPeripheralConnection(peripheral)
-        try await bench.recorder.wait(since: mark, "the disconnect") {
-            if case .disconnected(let p, _) = $0 { return p === peripheral }
-            if case .failedToConnect(let p, _) = $0 { return p === peripheral }
-            return false
-        }
+        try await bench.disconnect(peripheral)
     }
 
     /// The next requests are served: a fresh scan when BlueZ forgot the device, then a read

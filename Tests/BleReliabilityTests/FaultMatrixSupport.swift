@@ -53,4 +53,16 @@ extension Bench {
         found.delegate = recorder
         return found
     }
+
+    /// Cancels the link of `peripheral` (if any) and waits until it is down.
+    func disconnect(_ peripheral: Peripheral) async throws {
+        guard peripheral.state != .disconnected else { return }
+        let mark = recorder.mark
+        central.cancelPeripheralConnection(peripheral)
+        try await recorder.wait(since: mark, "the disconnect") {
+            if case .disconnected(let p, _) = $0 { return p === peripheral }
+            if case .failedToConnect(let p, _) = $0 { return p === peripheral }
+            return false
+        }
+    }
 }

@@ -51,17 +51,7 @@ extension PairingScenarios {
         // The agents hold their delegates weakly, as CoreBluetooth does: the cleanup keeps them.
         context.onCleanup { servingAgent.stop(); _ = serving }
         let central = try await context.central()
-        let own = AcceptingAgentDelegate(side: "central", events: events)
-        let centralAgent = BleCore.PairingAgent(central: central, capability: .displayYesNo, delegate: own)
-        centralAgent.start()
-        context.onCleanup { centralAgent.stop(); _ = own }
-        for side in ["serving", "central"] {
-            let event = try await events.first(timeout: context.eventDeadline, "\(side) agent registered") {
-                if case .registered(side, _) = $0 { return true }
-                return false
-            }
-            if case .registered(_, let error?) = event { throw ScenarioFailure("the \(side) agent did not register: \(error)") }
-        }
+        try await startCentralAgent(central, events: events, context: context)
         context.step("agents registered: central DisplayYesNo, serving DisplayYesNo (default)")
 
         let peripheral = try await context.discoverPeer(central)
@@ -84,6 +74,23 @@ extension PairingScenarios {
 
         try await removeBondsOnBothSides(central, peripheral, events: events, context: context)
         context.step("bonds removed on both sides")
+    }
+
+    /// Starts the central's own DisplayYesNo agent (accepting, stopped at clean-up) and waits
+    /// until it and the serving side's agent, started before, are registered.
+    @BleLoop static func startCentralAgent(_ central: CentralManager, events: EventRecorder<AgentEvent>,
+                                           context: ScenarioContext) async throws {
+        let own = AcceptingAgentDelegate(side: "central", events: events)
+        let centralAgent = BleCore.PairingAgent(central: central, capability: .displayYesNo, delegate: own)
+        centralAgent.start()
+        context.onCleanup { centralAgent.stop(); _ = own }
+        for side in ["serving", "central"] {
+            let event = try await events.first(timeout: context.eventDeadline, "\(side) agent registered") {
+                if case .registered(side, _) = $0 { return true }
+                return false
+            }
+            if case .registered(_, let error?) = event { throw ScenarioFailure("the \(side) agent did not register: \(error)") }
+        }
     }
 
     /// Forgets the bond on both sides: the peer keeps its own otherwise, and refuses later pairings.

@@ -190,17 +190,7 @@ enum PeripheralFlowScenarios {
         context.step("ticker: \(listener.values.events.filter { $0 != "beef" }), 2 notifications beef")
         try await wait(server, "subscribed ticker", context)
 
-        let own = AcceptingAgentDelegate(side: "central", events: events)
-        let centralAgent = BleCore.PairingAgent(central: central, capability: .displayYesNo, delegate: own)
-        centralAgent.start()
-        context.onCleanup { centralAgent.stop(); _ = own }
-        for side in ["serving", "central"] {
-            let event = try await events.first(timeout: context.eventDeadline, "\(side) agent registered") {
-                if case .registered(side, _) = $0 { return true }
-                return false
-            }
-            if case .registered(_, let error?) = event { throw ScenarioFailure("the \(side) agent did not register: \(error)") }
-        }
+        try await PairingScenarios.startCentralAgent(central, events: events, context: context)
         context.step("agents registered: central DisplayYesNo, serving DisplayYesNo (default, PeripheralManager's session)")
         peripheral.pair(timeout: .seconds(60)) { error in events.appendFromAnyThread(.paired(error)) }
         let outcome = try await events.first(timeout: .seconds(70), "pair() result") { if case .paired = $0 { return true }; return false }
