@@ -14,7 +14,8 @@ public final class LoopTimer: Sendable {
     public init(after delay: Duration, repeating: Duration? = nil, on loop: MainLoop = .shared,
                 action: @escaping @Sendable () -> Void) {
         queue = loop.timers
-        entry = loop.timers.schedule(after: LoopTimer.microseconds(delay), interval: repeating.map(LoopTimer.microseconds),
+        // GLib's clock counts microseconds; a repeating timer never ticks faster than every 1 µs.
+        entry = loop.timers.schedule(after: MonotonicTime.microseconds(delay), interval: repeating.map(MonotonicTime.microseconds),
                                      action: action)
         // Starts the shared loop if this timer is the first thing that needs it; cheaper than
         // an empty `perform`, which costs a drain (per call, for call timers).
@@ -39,12 +40,4 @@ public final class LoopTimer: Sendable {
     public var isActive: Bool { queue.isLive(entry) }
 
     deinit { cancel() }
-
-    /// GLib's clock counts microseconds; a repeating timer never ticks faster than every 1 µs.
-    private static func microseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        let total = Double(seconds) * 1_000_000 + Double(attoseconds) / 1e12
-        return Int(min(total.rounded(.up), Double(Int.max / 2)))
-    }
 }

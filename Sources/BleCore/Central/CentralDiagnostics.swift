@@ -10,7 +10,8 @@ public struct CentralDiagnostics: Sendable, Equatable, CustomStringConvertible {
     /// Characteristics with a live notification subscription (enabling or on).
     public var notifySubscriptions: Int
     /// Loop timers BleCore holds (operation, queue, connect, back-off and grace deadlines,
-    /// the central's own retries, and the bus connection's call deadline timer).
+    /// the central's own retries, and the bus connection's call deadline timer). Running
+    /// operations share one timer per peripheral; each counts while its deadline is ahead.
     public var timers: Int
     /// File descriptors BleCore holds (AcquireNotify and AcquireWrite sockets).
     public var fileDescriptors: Int
@@ -63,7 +64,7 @@ extension CentralManager {
 extension Peripheral {
     @BleLoop func addDiagnostics(to snapshot: inout CentralDiagnostics) {
         snapshot.pendingOperations += operations.pendingCount + serviceWaits.count
-        snapshot.timers += operations.liveTimerCount + serviceWaits.filter { $0.timer?.isActive == true }.count
+        snapshot.timers += operations.liveTimerCount + deadlines.liveCount + serviceWaits.filter { $0.timer?.isActive == true }.count
         if let attempt, !attempt.finished {
             snapshot.pendingOperations += 1
         }

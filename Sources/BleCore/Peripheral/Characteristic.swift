@@ -11,6 +11,8 @@ public final class Characteristic: @unchecked Sendable {
     /// What it supports (from BlueZ's `Flags`).
     public let properties: CharacteristicProperties
     let path: ObjectPath
+    /// The queue of this attribute's operations, hashed once.
+    let operationKey: OperationKey
     /// `NotifyAcquired` exists: BlueZ offers `AcquireNotify` (5.46+, notify but not indicate-only).
     let offersAcquireNotify: Bool
     /// `WriteAcquired` exists: BlueZ offers `AcquireWrite` (write-without-response only).
@@ -41,6 +43,7 @@ public final class Characteristic: @unchecked Sendable {
     @BleLoop init(path: ObjectPath, uuid: BluetoothUUID, properties: CharacteristicProperties, offersAcquireNotify: Bool,
                   offersAcquireWrite: Bool, service: Service) {
         self.path = path
+        operationKey = OperationKey(path)
         self.uuid = uuid
         self.properties = properties
         self.offersAcquireNotify = offersAcquireNotify

@@ -9,11 +9,14 @@ public final class Descriptor: @unchecked Sendable {
     /// The descriptor UUID (0x2902 is the CCCD, which BlueZ manages itself: use `setNotifyValue`).
     public let uuid: BluetoothUUID
     let path: ObjectPath
+    /// The queue of this attribute's operations, hashed once.
+    let operationKey: OperationKey
     @BleLoop weak var owner: Characteristic?
     @BleLoop var cachedValue: Data?
 
     @BleLoop init(path: ObjectPath, uuid: BluetoothUUID, owner: Characteristic) {
         self.path = path
+        operationKey = OperationKey(path)
         self.uuid = uuid
         self.owner = owner
     }

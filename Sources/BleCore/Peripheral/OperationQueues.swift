@@ -14,16 +14,21 @@ final class GattOperation {
     typealias Completion = @BleLoop (Result<Data?, BleError>) -> Void
 
     let name: String
-    let key: ObjectPath
-    let start: @BleLoop (GattOperation) -> Void
-    private let completion: Completion
+    let key: OperationKey
+    /// Both closures are dropped when the operation finishes: a finished operation may wait
+    /// in its peripheral's deadline heap a while, and must not keep the data it wrote (or
+    /// whatever its closures hold) alive meanwhile.
+    private(set) var start: (@BleLoop (GattOperation) -> Void)?
+    private var completion: Completion?
+    /// The queue deadline, while it waits behind earlier operations on its attribute; once
+    /// started its deadline is in the peripheral's `OperationDeadlines`.
     var timer: LoopTimer?
     /// Gives up the BlueZ call in flight, if any: called when the operation ends another way.
     var abandonCall: (@BleLoop () -> Void)?
     private(set) var finished = false
     var started = false
 
-    init(name: String, key: ObjectPath, start: @escaping @BleLoop (GattOperation) -> Void, completion: @escaping Completion) {
+    init(name: String, key: OperationKey, start: @escaping @BleLoop (GattOperation) -> Void, completion: @escaping Completion) {
         self.name = name
         self.key = key
         self.start = start
@@ -34,31 +39,25 @@ final class GattOperation {
     func finish(_ result: Result<Data?, BleError>) {
         guard !finished else { return }
         finished = true
-        timer?.cancel()
-        timer = nil
+        if let timer {
+            timer.cancel()
+            self.timer = nil
+        }
         let abandon = abandonCall
         abandonCall = nil
-        completion(result)
+        let completion = completion
+        self.completion = nil
+        start = nil
+        completion?(result)
         // After the completion: a cancelled call's own completion finds the operation finished.
         abandon?()
-    }
-
-    /// Replaces the queue deadline with the operation's own, from now.
-    func armDeadline(_ deadline: Duration) {
-        timer?.cancel()
-        // Strong: the timer keeps the operation until it fires or `finish` cancels it, and an
-        // operation always ends one of those ways, so the cycle always breaks. A weak capture
-        // would give every operation a side table and slow every retain of it.
-        timer = LoopTimer.scheduled(after: deadline) { [self] in
-            finish(.failure(.timeout(operation: name)))
-        }
     }
 }
 
 /// Per-attribute serial queues of operations.
 @BleLoop
 struct OperationQueues {
-    private var queues: [ObjectPath: [GattOperation]] = [:]
+    private var queues: [OperationKey: [GattOperation]] = [:]
 
     /// Queues `operation` with its queue deadline; true when it can start at once.
     mutating func enqueue(_ operation: GattOperation, queueTimeout: Duration) -> Bool {
@@ -74,7 +73,7 @@ struct OperationQueues {
     }
 
     /// The next operation to start on `key`, after dropping finished ones at the head.
-    mutating func next(on key: ObjectPath) -> GattOperation? {
+    mutating func next(on key: OperationKey) -> GattOperation? {
         // One lookup, and the queue changed in place: a copy taken out and stored back would
         // copy the array on every operation.
         guard let index = queues.index(forKey: key) else { return nil }
@@ -104,7 +103,7 @@ struct OperationQueues {
     /// Operations queued or running, for tests and diagnostics.
     var pendingCount: Int { queues.values.reduce(0) { $0 + $1.filter { !$0.finished }.count } }
 
-    /// Deadline timers still armed, for diagnostics.
+    /// Queue deadlines still armed, for diagnostics.
     var liveTimerCount: Int { queues.values.reduce(0) { $0 + $1.filter { $0.timer?.isActive == true }.count } }
 
     /// Removes every pending operation (queued or running) and returns them, for the caller to
@@ -118,7 +117,7 @@ struct OperationQueues {
 
     /// Removes and returns the operations on attributes under `path` (a removed service).
     mutating func takeAll(under path: ObjectPath) -> [GattOperation] {
-        let keys = queues.keys.filter { $0.isDescendant(of: path) }
+        let keys = queues.keys.filter { $0.path.isDescendant(of: path) }
         var all: [GattOperation] = []
         for key in keys { all += queues.removeValue(forKey: key) ?? [] }
         return all
@@ -129,6 +128,8 @@ extension Peripheral {
     /// Fails every pending operation at once.
     @BleLoop func failAllOperations(with error: BleError) {
         for operation in operations.takeAll() { operation.finish(.failure(error)) }
+        // Every operation has ended: no deadline is left to keep.
+        if operations.pendingCount == 0 { deadlines.removeAll() }
     }
 
     /// Fails the operations on attributes under `path`.
@@ -139,7 +140,7 @@ extension Peripheral {
 
 extension Peripheral {
     /// Runs `start` serialised with other operations on `key`; `completion` gets the outcome.
-    @BleLoop func run(_ name: String, on key: ObjectPath, start: @escaping @BleLoop (GattOperation) -> Void,
+    @BleLoop func run(_ name: String, on key: OperationKey, start: @escaping @BleLoop (GattOperation) -> Void,
                       completion: @escaping GattOperation.Completion) {
         if let reason = session.closedReason { return completion(.failure(reason)) }
         guard isLinkUp else { return completion(.failure(.peripheralNotConnected)) }
@@ -157,7 +158,7 @@ extension Peripheral {
     /// Starts what waits on `key`. An operation that ends at once when started (the link is
     /// gone) would start the next from inside its own start, thousands deep for a long queue:
     /// this loop runs them one after another instead.
-    @BleLoop func operationEnded(on key: ObjectPath) {
+    @BleLoop func operationEnded(on key: OperationKey) {
         keysToStart.append(key)
         guard !startingNext else { return }
         startingNext = true
@@ -170,10 +171,26 @@ extension Peripheral {
         keysToStart.removeAll(keepingCapacity: true)
     }
 
-    @BleLoop func startNext(on key: ObjectPath) {
+    @BleLoop func startNext(on key: OperationKey) {
         guard let operation = operations.next(on: key) else { return }
-        operation.armDeadline(session.options.operationTimeout)
-        operation.start(operation)
+        if let queued = operation.timer {
+            queued.cancel()
+            operation.timer = nil
+        }
+        deadlines.add(operation, timeout: session.options.operationTimeout, arm: operationDeadlineTimer(at:))
+        operation.start?(operation)
+    }
+
+    /// Ends the operations whose deadline passed with `.timeout`, then re-arms for the rest.
+    @BleLoop func operationDeadlinesPassed() {
+        for operation in deadlines.takeExpired(now: MonotonicTime.now) {
+            operation.finish(.failure(.timeout(operation: operation.name)))
+        }
+        deadlines.rearm(operationDeadlineTimer(at:))
+    }
+
+    @BleLoop private func operationDeadlineTimer(at deadline: Int) -> LoopTimer {
+        LoopTimer.scheduled(after: .microseconds(max(0, deadline - MonotonicTime.now))) { [weak self] in self?.operationDeadlinesPassed() }
     }
 
     /// A BlueZ call that finishes `operation` with its reply, decoded by `reply`; a reply of

@@ -14,7 +14,7 @@ extension Peripheral {
             return emitNotificationState(characteristic, error: .operationNotSupported("the characteristic has neither notify nor indicate"))
         }
         characteristic.notifyWanted = enabled
-        run(enabled ? "enable notifications" : "disable notifications", on: characteristic.path, start: { [weak self] operation in
+        run(enabled ? "enable notifications" : "disable notifications", on: characteristic.operationKey, start: { [weak self] operation in
             guard let self else { return }
             if enabled { self.enableNotify(characteristic, operation) } else { self.disableNotify(characteristic, operation) }
         }, completion: { [weak self] result in

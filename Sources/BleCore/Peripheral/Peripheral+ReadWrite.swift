@@ -15,7 +15,7 @@ extension Peripheral {
             completion?(.failure(.attributeGone))
             return
         }
-        run("ReadValue", on: characteristic.path, start: { [weak self] operation in
+        run("ReadValue", on: characteristic.operationKey, start: { [weak self] operation in
             guard let self else { return }
             characteristic.readsAwaitingSignal += 1
             self.call(operation, characteristic.path, BlueZ.gattCharacteristic, "ReadValue", [BlueZShapes.propertyDictionary([])]) {
@@ -48,7 +48,7 @@ extension Peripheral {
             completion?(.failure(.attributeGone))
             return
         }
-        run("ReadValue", on: descriptor.path, start: { [weak self] operation in
+        run("ReadValue", on: descriptor.operationKey, start: { [weak self] operation in
             self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [BlueZShapes.propertyDictionary([])]) {
                 body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
             }
@@ -71,7 +71,7 @@ extension Peripheral {
         guard descriptorsByPath[descriptor.path] === descriptor else {
             return emit { $0.peripheral(self, didWriteValueFor: descriptor, error: BleError.attributeGone) }
         }
-        run("WriteValue", on: descriptor.path, start: { [weak self] operation in
+        run("WriteValue", on: descriptor.operationKey, start: { [weak self] operation in
             self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "WriteValue", [.bytes(data), BlueZShapes.propertyDictionary([])])
         }, completion: { [weak self] result in
             guard let self else { return }
@@ -113,7 +113,7 @@ extension Peripheral {
             releaseWriteSocket(characteristic)
         }
         let kind = type == .reliable ? "reliable" : "request"
-        run("WriteValue", on: characteristic.path, start: { [weak self] operation in
+        run("WriteValue", on: characteristic.operationKey, start: { [weak self] operation in
             self?.call(operation, characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
                        [.bytes(data), BlueZShapes.propertyDictionary([("type", .string(kind))])])
         }, completion: { [weak self] result in

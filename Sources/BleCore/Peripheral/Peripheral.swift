@@ -43,6 +43,8 @@ public final class Peripheral: @unchecked Sendable {
     @BleLoop var descriptorsByPath: [ObjectPath: Descriptor] = [:]
     @BleLoop var attempt: ConnectAttempt?
     @BleLoop var operations = OperationQueues()
+    /// The deadlines of the operations running (see `OperationDeadlines`).
+    @BleLoop var deadlines = OperationDeadlines()
     @BleLoop var serviceWaits: [ServiceWait] = []
     @BleLoop var lastName: String?
     @BleLoop var wasReadyToWrite = true
@@ -54,7 +56,7 @@ public final class Peripheral: @unchecked Sendable {
     /// Counts links: a reply or a socket event from an earlier link is recognised as such.
     @BleLoop var linkGeneration: UInt64 = 0
     /// Keys whose next operation is to start, and whether that loop is running.
-    @BleLoop var keysToStart: [ObjectPath] = []
+    @BleLoop var keysToStart: [OperationKey] = []
     @BleLoop var startingNext = false
     /// `peerIsBlueZ`, worked out once per `Modalias` value.
     @BleLoop var blueZPeerVerdict: Bool?

@@ -54,10 +54,10 @@ public final class Connection {
     private var queuedCalls: [PendingCall] = []
     private var callsByID: [UInt64: PendingCall] = [:]
     /// The deadlines of the calls in `callsByID` (and of some finished ones, dropped lazily).
-    private var deadlines = DeadlineHeap()
+    private var deadlines = DeadlineHeap<UInt64>()
     private var deadlineTimer: LoopTimer?
     /// The deadline `deadlineTimer` fires for.
-    private var armedDeadline: ContinuousClock.Instant?
+    private var armedDeadline: Int?
     private var nextCallID: UInt64 = 1
     private var dispatchScheduled = false
     private var disconnectHandlers: [UInt64: @BleLoop () -> Void] = [:]
@@ -66,6 +66,8 @@ public final class Connection {
     private var receivedStrings = StringCache()
     /// Names this connection sent before (see `ValidatedNames`).
     private var sentNames = ValidatedNames()
+    /// Headers of the method calls this connection made last (see `MessageTemplates`).
+    private var sentTemplates = MessageTemplates()
 
     private init(raw: OpaquePointer, address: String) {
         self.raw = raw
@@ -228,7 +230,7 @@ public final class Connection {
     @discardableResult
     public func send(_ message: DBusMessage) throws(DBusError) -> UInt32 {
         guard state != .closed else { throw .disconnected }
-        let rawMessage = try message.makeRaw(names: &sentNames)
+        let rawMessage = try message.makeRaw(names: &sentNames, templates: &sentTemplates)
         defer { dbus_message_unref(rawMessage) }
         if message.body.contains(where: DBusValue.containsFileDescriptor),
            dbus_connection_can_send_type(raw, DBUS_TYPE_UNIX_FD) == 0, state == .open {
@@ -347,10 +349,10 @@ public final class Connection {
             return
         }
         let limit = timeout ?? defaultTimeout
-        let call = PendingCall(id: id, message: message, deadline: ContinuousClock.now.advanced(by: limit), timeout: limit,
+        let call = PendingCall(id: id, message: message, deadline: MonotonicTime.after(limit), timeout: limit,
                                wantsHeaders: wantsHeaders, completion: completion)
         callsByID[id] = call
-        deadlines.insert(call.deadline, id: id)
+        deadlines.insert(call.deadline, id)
         armDeadlineTimer()
         if pendingCalls.count >= maximumPendingCalls {
             queuedCalls.append(call)
@@ -393,7 +395,7 @@ public final class Connection {
         if let armedDeadline, armedDeadline <= earliest { return }
         deadlineTimer?.cancel()
         armedDeadline = earliest
-        deadlineTimer = LoopTimer.scheduled(after: max(.zero, earliest - .now)) { [weak self] in
+        deadlineTimer = LoopTimer.scheduled(after: .microseconds(max(0, earliest - MonotonicTime.now))) { [weak self] in
             self?.deadlinesPassed()
         }
     }
@@ -401,7 +403,7 @@ public final class Connection {
     private func deadlinesPassed() {
         deadlineTimer = nil
         armedDeadline = nil
-        let now = ContinuousClock.now
+        let now = MonotonicTime.now
         while let (deadline, id) = deadlines.first, deadline <= now {
             deadlines.removeFirst()
             guard let call = callsByID[id] else { continue }

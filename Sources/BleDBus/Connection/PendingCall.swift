@@ -9,7 +9,7 @@ final class PendingCall {
     let member: String
     let completion: @BleLoop (Result<DBusMessage, DBusError>) -> Void
     /// When the call times out, counted from when it was started (queued or not).
-    let deadline: ContinuousClock.Instant
+    let deadline: Int
     /// The timeout it was given, for the error.
     let timeout: Duration
     var serial: UInt32?
@@ -17,7 +17,7 @@ final class PendingCall {
     /// the reply is decoded for its body alone.
     let wantsHeaders: Bool
 
-    init(id: UInt64, message: consuming DBusMessage, deadline: ContinuousClock.Instant, timeout: Duration, wantsHeaders: Bool,
+    init(id: UInt64, message: consuming DBusMessage, deadline: Int, timeout: Duration, wantsHeaders: Bool,
          completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
         self.id = id
         self.wantsHeaders = wantsHeaders

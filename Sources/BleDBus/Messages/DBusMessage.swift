@@ -160,6 +160,20 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     /// Builds the libdbus message, skipping the checks of names in `names` (and adding those
     /// that pass).
     func makeRaw(names: inout ValidatedNames) throws(DBusError) -> OpaquePointer {
+        try makeRaw(names: &names, methodCall: MessageTemplates.newMethodCall)
+    }
+
+    /// As `makeRaw(names:)`, a method call's header copied from `templates` (see
+    /// `MessageTemplates`).
+    func makeRaw(names: inout ValidatedNames, templates: inout MessageTemplates) throws(DBusError) -> OpaquePointer {
+        let noReply = noReplyExpected
+        return try makeRaw(names: &names) { destination, path, interface, member in
+            templates.methodCall(destination: destination, path: path, interface: interface, member: member, noReply: noReply)
+        }
+    }
+
+    private func makeRaw(names: inout ValidatedNames,
+                         methodCall: (String?, ObjectPath, String?, String) -> OpaquePointer?) throws(DBusError) -> OpaquePointer {
         if let destination, !names.isValid(destination, as: .busName) {
             throw .invalidArgument("'\(destination)' is not a valid bus name")
         }
@@ -173,15 +187,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         switch kind {
         case .methodCall:
             guard let path, let member else { throw .invalidArgument("a method call needs a path and a member") }
-            // Through `withCString`: an optional string passed to C straight is copied into a new
-            // array per argument, four allocations per call.
-            raw = Self.withOptionalCString(destination) { destination in
-                Self.withOptionalCString(interface) { interface in
-                    path.rawValue.withCString { path in
-                        member.withCString { member in dbus_message_new_method_call(destination, path, interface, member) }
-                    }
-                }
-            }
+            raw = methodCall(destination, path, interface, member)
         case .signal:
             guard let path, let interface, let member else {
                 throw .invalidArgument("a signal needs a path, an interface and a member")
@@ -211,11 +217,6 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
             throw error
         }
         return raw
-    }
-
-    private static func withOptionalCString<Result>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
-        guard let text else { return body(nil) }
-        return text.withCString { body($0) }
     }
 
     /// `signal /path iface.Member (args)` style rendering for logs and traces.
