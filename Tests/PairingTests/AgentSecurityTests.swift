@@ -72,24 +72,22 @@ struct DBusSendResult {
 }
 
 /// Runs `dbus-send` as a separate process (a sender that is not org.bluez).
+///
+/// Through `ChildProcess` (posix_spawn), not Foundation's `Process`, whose `run()` crashed in
+/// `memcpy` while other tests spawned children at the same time. The blocking wait runs on its
+/// own thread, not on the tests' cooperative pool.
 func dbusSend(bus: String, destination: String, path: String, _ arguments: [String]) async throws -> DBusSendResult {
-    try await withCheckedThrowingContinuation { continuation in
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
-        process.arguments = ["--bus=\(bus)", "--print-reply", "--reply-timeout=5000", "--dest=\(destination)", path] + arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.terminationHandler = { finished in
-            let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let errorText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            continuation.resume(returning: DBusSendResult(status: finished.terminationStatus, output: output, errorText: errorText))
-        }
-        do {
-            try process.run()
-        } catch {
-            continuation.resume(throwing: error)
+    let errorPath = NSTemporaryDirectory() + "dbus-send-\(UUID().uuidString).err"
+    defer { unlink(errorPath) }
+    let child = try ChildProcess(arguments: ["/usr/bin/dbus-send", "--bus=\(bus)", "--print-reply", "--reply-timeout=5000",
+                                             "--dest=\(destination)", path] + arguments,
+                                 standardErrorPath: errorPath)
+    let (status, output) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int32?, String), Never>) in
+        Thread.detachNewThread {
+            let finished = child.runToCompletion(timeout: 20)
+            continuation.resume(returning: (finished.status, finished.output))
         }
     }
+    let errorText = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+    return DBusSendResult(status: status ?? -1, output: output, errorText: errorText)
 }

@@ -202,7 +202,12 @@ extension Peripheral {
                                              timeout: session.options.operationTimeout + .seconds(1)) { result in
             switch result {
             case .success(let body):
-                operation.finish(Result { () throws(BleError) in try reply(body) })
+                // do/catch, not `Result { }`: that closure would pay a runtime executor check.
+                do throws(BleError) {
+                    operation.finish(.success(try reply(body)))
+                } catch {
+                    operation.finish(.failure(error))
+                }
             case .failure(.notConnected):
                 // bluetoothd answers every request outstanding at a link loss "Not connected",
                 // often before `Connected=false`: the documented ending is `.disconnected`.

@@ -267,9 +267,16 @@ final class BlueZSession {
         // Sent before this returns: no hop, and nothing the caller sends next can overtake it.
         let id = connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
                               timeout: timeout ?? options.operationTimeout + .seconds(1)) { result in
-            let mapped = result.mapError { BleError.from($0, operation: member, address: address) }
-            if case .failure(let error) = mapped { BleLog.debug("\(member) \(path) failed: \(error)") }
-            completion(mapped)
+            // A switch, not `mapError`: a closure inside loop-isolated code pays a runtime check
+            // of the executor, on every reply.
+            switch result {
+            case .success(let body):
+                completion(.success(body))
+            case .failure(let failure):
+                let error = BleError.from(failure, operation: member, address: address)
+                BleLog.debug("\(member) \(path) failed: \(error)")
+                completion(.failure(error))
+            }
         }
         return { [weak connection] in connection?.abandonCall(id) }
     }

@@ -117,7 +117,7 @@ public final class Connection {
 
     private func attach() {
         let integration = LoopIntegration(connection: raw, context: MainLoop.shared.context) { [weak self] in
-            BleLoop.assumeIsolated { self?.dispatchIncoming() }
+            BleLoop.assumeIsolated(dispatchIncomingOnLoop, with: self)
         }
         self.integration = integration
         integration.attach()
@@ -148,7 +148,7 @@ public final class Connection {
         }
     }
 
-    private func dispatchIncoming() {
+    func dispatchIncoming() {
         guard state != .closed else { return }
         // `dispatch` returns the status after it, so each message costs one locked libdbus call.
         var status = dbus_connection_get_dispatch_status(raw)
@@ -521,9 +521,20 @@ func connectionFilter(_ connection: OpaquePointer?, _ message: OpaquePointer?,
     guard let rawMessage = message else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
     nonisolated(unsafe) let unsafeMessage = rawMessage
     let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
-    return BleLoop.assumeIsolated {
-        box.connection?.handleIncoming(unsafeMessage) ?? DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-    }
+    return BleLoop.assumeIsolated(handleIncomingOnLoop, with: (box, unsafeMessage))
+}
+
+@BleLoop private func handleIncomingOnLoop(_ delivery: (box: WeakConnection, message: OpaquePointer)) -> DBusHandlerResult {
+    guard let connection = delivery.box.connection else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    return connection.handleIncoming(delivery.message)
+}
+
+@BleLoop private func dispatchIncomingOnLoop(_ connection: Connection?) {
+    connection?.dispatchIncoming()
+}
+
+@BleLoop private func incomingQueuedOnLoop(_ box: WeakConnection) {
+    box.connection?.incomingQueued()
 }
 
 func connectionDispatchStatusChanged(_ connection: OpaquePointer?, _ status: DBusDispatchStatus,
@@ -532,7 +543,7 @@ func connectionDispatchStatusChanged(_ connection: OpaquePointer?, _ status: DBu
     let box = Unmanaged<WeakConnection>.fromOpaque(data).takeUnretainedValue()
     // libdbus forbids dispatching from inside this callback: the connection defers it.
     if MainLoop.shared.isCurrent {
-        BleLoop.assumeIsolated { box.connection?.incomingQueued() }
+        BleLoop.assumeIsolated(incomingQueuedOnLoop, with: box)
     } else {
         BleLoop.perform { box.connection?.scheduleDispatch() }
     }
