@@ -24,13 +24,18 @@ final class GattOperation {
     /// started its deadline is in the peripheral's `OperationDeadlines`.
     var timer: LoopTimer?
     /// Gives up the BlueZ call in flight, if any: called when the operation ends another way.
-    var abandonCall: (@BleLoop () -> Void)?
+    var abandonCall: CallHandle?
     private(set) var finished = false
     var started = false
+    /// Told when the operation ended, to start the next on its attribute (a reference, not a
+    /// wrapping closure: one allocation less per operation).
+    private weak var owner: Peripheral?
 
-    init(name: String, key: OperationKey, start: @escaping @BleLoop (GattOperation) -> Void, completion: @escaping Completion) {
+    init(name: String, key: OperationKey, owner: Peripheral? = nil, start: @escaping @BleLoop (GattOperation) -> Void,
+         completion: @escaping Completion) {
         self.name = name
         self.key = key
+        self.owner = owner
         self.start = start
         self.completion = completion
     }
@@ -49,8 +54,11 @@ final class GattOperation {
         self.completion = nil
         start = nil
         completion?(result)
+        // The next operation starts after this one ended, however it ended: at once (no extra
+        // loop wake-up per operation), but never nested (see `operationEnded`).
+        owner?.operationEnded(on: key)
         // After the completion: a cancelled call's own completion finds the operation finished.
-        abandon?()
+        abandon?.abandon()
     }
 }
 
@@ -144,12 +152,7 @@ extension Peripheral {
                       completion: @escaping GattOperation.Completion) {
         if let reason = session.closedReason { return completion(.failure(reason)) }
         guard isLinkUp else { return completion(.failure(.peripheralNotConnected)) }
-        let operation = GattOperation(name: name, key: key, start: start) { [weak self] result in
-            completion(result)
-            // The next operation starts after this one ended, however it ended: at once (no
-            // extra loop wake-up per operation), but never nested (see `operationEnded`).
-            self?.operationEnded(on: key)
-        }
+        let operation = GattOperation(name: name, key: key, owner: self, start: start, completion: completion)
         if operations.enqueue(operation, queueTimeout: session.options.queueTimeout) {
             startNext(on: key)
         }

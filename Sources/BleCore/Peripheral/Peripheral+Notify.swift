@@ -53,7 +53,7 @@ extension Peripheral {
 
     @BleLoop private func acquireNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation) {
         operation.abandonCall = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireNotify",
-                                             [BlueZShapes.propertyDictionary([])]) {
+                                             [GattOptions.none]) {
             [weak self] result in
             guard let self else { return }
             let acquired = result.flatMap { body in
@@ -253,7 +253,7 @@ extension Peripheral {
         let abandon = characteristic.writer.abandonAcquire
         characteristic.writer = WriteChannel()
         // After the reset: the abandoned call's completion then finds nothing to pump.
-        abandon?()
+        abandon?.abandon()
     }
 }
 

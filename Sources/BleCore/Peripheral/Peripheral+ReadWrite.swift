@@ -18,7 +18,7 @@ extension Peripheral {
         run("ReadValue", on: characteristic.operationKey, start: { [weak self] operation in
             guard let self else { return }
             characteristic.readsAwaitingSignal += 1
-            self.call(operation, characteristic.path, BlueZ.gattCharacteristic, "ReadValue", [BlueZShapes.propertyDictionary([])]) {
+            self.call(operation, characteristic.path, BlueZ.gattCharacteristic, "ReadValue", [GattOptions.none]) {
                 body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
             }
         }, completion: { [weak self] result in
@@ -49,7 +49,7 @@ extension Peripheral {
             return
         }
         run("ReadValue", on: descriptor.operationKey, start: { [weak self] operation in
-            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [BlueZShapes.propertyDictionary([])]) {
+            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [GattOptions.none]) {
                 body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
             }
         }, completion: { [weak self] result in
@@ -72,7 +72,7 @@ extension Peripheral {
             return emit { $0.peripheral(self, didWriteValueFor: descriptor, error: BleError.attributeGone) }
         }
         run("WriteValue", on: descriptor.operationKey, start: { [weak self] operation in
-            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "WriteValue", [.bytes(data), BlueZShapes.propertyDictionary([])])
+            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "WriteValue", [.bytes(data), GattOptions.none])
         }, completion: { [weak self] result in
             guard let self else { return }
             let error = result.failureValue
@@ -112,10 +112,10 @@ extension Peripheral {
         if case .acquired = characteristic.writer.mode, characteristic.writer.backlog.isEmpty {
             releaseWriteSocket(characteristic)
         }
-        let kind = type == .reliable ? "reliable" : "request"
+        let options = type == .reliable ? GattOptions.reliable : GattOptions.request
         run("WriteValue", on: characteristic.operationKey, start: { [weak self] operation in
             self?.call(operation, characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
-                       [.bytes(data), BlueZShapes.propertyDictionary([("type", .string(kind))])])
+                       [.bytes(data), options])
         }, completion: { [weak self] result in
             guard let self else { return }
             let error = result.failureValue
@@ -160,7 +160,7 @@ extension Peripheral {
     @BleLoop private func acquireWrite(_ characteristic: Characteristic) {
 
         characteristic.writer.mode = .acquiring
-        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [BlueZShapes.propertyDictionary([])]) {
+        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [GattOptions.none]) {
             [weak self] result in
             characteristic.writer.abandonAcquire = nil
             let acquired = result.flatMap { body in
@@ -217,7 +217,7 @@ extension Peripheral {
             characteristic.writer.backlog.removeFirst()
             characteristic.writer.commandInFlight = true
             session.call(characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
-                              [.bytes(packet), BlueZShapes.propertyDictionary([("type", .string("command"))])]) { [weak self] result in
+                              [.bytes(packet), GattOptions.command]) { [weak self] result in
                 guard let self else { return }
                 characteristic.writer.commandInFlight = false
                 if case .failure(let error) = result {

@@ -114,6 +114,7 @@ public final class Peripheral: @unchecked Sendable {
 
     /// Reads the value; `didUpdateValueFor` follows once (never also as a notification).
     public func readValue(for characteristic: Characteristic) {
+        if MainLoop.shared.isCurrent { return LoopBridge.inline { self.performRead(characteristic) } }
         LoopBridge.async { self.performRead(characteristic) }
     }
 
@@ -126,6 +127,7 @@ public final class Peripheral: @unchecked Sendable {
     /// sent through the `AcquireWrite` socket when BlueZ offers one, else as paced `command`
     /// writes; watch `canSendWriteWithoutResponse`.
     public func writeValue(_ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType) {
+        if MainLoop.shared.isCurrent { return LoopBridge.inline { self.performWrite(data, characteristic, type) } }
         LoopBridge.async { self.performWrite(data, characteristic, type) }
     }
 

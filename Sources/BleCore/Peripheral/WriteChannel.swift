@@ -22,7 +22,7 @@ struct WriteChannel {
     /// Waits for the socket to become writable after EAGAIN.
     var writableWatch: FileDescriptorWatch?
     /// Gives up an `AcquireWrite` still in flight when the link's channel is torn down.
-    var abandonAcquire: (@BleLoop () -> Void)?
+    var abandonAcquire: CallHandle?
 
     var isBusy: Bool { !backlog.isEmpty || commandInFlight }
 }

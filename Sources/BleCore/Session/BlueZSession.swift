@@ -255,11 +255,11 @@ final class BlueZSession {
     /// Calls a BlueZ method; `completion` runs on the loop with the reply body or a mapped error.
     /// The D-Bus deadline defaults to the operation deadline plus a second, so the operation's
     /// own timer (which names the operation) fires first.
-    /// Returns a closure that abandons the call (see `Connection.abandonCall`), nil when none was sent.
+    /// Returns the call's handle, to abandon it (see `Connection.abandonCall`); nil when none was sent.
     @discardableResult
     func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
               timeout: Duration? = nil, address: String? = nil,
-              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) -> (@BleLoop () -> Void)? {
+              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) -> CallHandle? {
         if let reason = closedReason { completion(.failure(reason)); return nil }
         guard let connection, connection.isOpen else { completion(.failure(.noBus("not connected to the bus"))); return nil }
         guard cache?.owner != nil else { completion(.failure(.bluetoothRestarted)); return nil }
@@ -278,6 +278,6 @@ final class BlueZSession {
                 completion(.failure(error))
             }
         }
-        return { [weak connection] in connection?.abandonCall(id) }
+        return CallHandle(connection: connection, id: id)
     }
 }

@@ -9,10 +9,10 @@ enum LoopBridge {
     /// cannot deadlock).
     static func sync<T>(_ body: @BleLoop () -> T) -> T {
         if MainLoop.shared.isCurrent {
-            return withoutActuallyEscaping(body) { escapable in
-                let box = Unchecked(escapable)
-                return BleLoop.assumeIsolated { Unchecked(box.value()) }.value
-            }
+            // On the loop thread (checked just above), the isolated body runs as it is: no box,
+            // no closure context (`characteristic.value` read inside a callback comes here).
+            typealias Plain = () -> T
+            return withoutActuallyEscaping(body) { unsafeBitCast($0, to: Plain.self)() }
         }
         return withoutActuallyEscaping(body) { escapable in
             // The loop drops its reference to `escapable` before signalling: the work item that
@@ -33,6 +33,13 @@ enum LoopBridge {
     /// Runs `body` on the loop: at once when called on the loop thread (from inside a
     /// callback, say: a write issued there reaches BlueZ with no queue hop), otherwise queued
     /// onto the loop in call order.
+    /// Runs `body` at once as an inline call; only on the loop thread (callers check
+    /// `MainLoop.shared.isCurrent`). Not escaping, so the caller allocates nothing to carry it:
+    /// the hot calls (a write from inside a notification callback) come this way.
+    static func inline(_ body: @BleLoop () -> Void) {
+        BleLoop.assumeIsolated { InlineCall.run(body) }
+    }
+
     static func async(_ body: @escaping @BleLoop () -> Void) {
         if MainLoop.shared.isCurrent {
             return BleLoop.assumeIsolated { InlineCall.run(body) }
