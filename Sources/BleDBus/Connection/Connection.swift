@@ -191,16 +191,33 @@ public final class Connection {
     private func completeWithBodyOnly(_ rawMessage: OpaquePointer) -> Bool {
         guard dbus_message_get_type(rawMessage) == Int32(DBUS_MESSAGE_TYPE_METHOD_RETURN) else { return false }
         let replySerial = dbus_message_get_reply_serial(rawMessage)
-        guard let call = pendingCalls[replySerial], !call.wantsHeaders else { return false }
-        pendingCalls.removeValue(forKey: replySerial)
-        do {
-            let body = try MessageDecoder.decodeBody(of: rawMessage, strings: &receivedStrings)
-            finish(call, with: .success(DBusMessage(kind: .methodReturn, serial: dbus_message_get_serial(rawMessage), replySerial: replySerial,
-                                                    sender: nil, destination: nil, path: nil, interface: nil, member: nil, errorName: nil,
-                                                    signature: nil, body: body, noReplyExpected: true)))
-        } catch {
-            finish(call, with: .failure(error))
+        // One hash lookup: taken out first, and put back in the rare case it wants the headers.
+        guard let call = pendingCalls.removeValue(forKey: replySerial) else { return false }
+        guard !call.wantsHeaders else {
+            pendingCalls[replySerial] = call
+            return false
         }
+        let body: Result<[DBusValue], DBusError>
+        do {
+            body = .success(try MessageDecoder.decodeBody(of: rawMessage, strings: &receivedStrings))
+        } catch {
+            body = .failure(error)
+        }
+        guard retire(call) else { return true }
+        switch call.completion {
+        case .body(let completion):
+            completion(body)
+        case .message(let completion):
+            switch body {
+            case .success(let values):
+                completion(.success(DBusMessage(kind: .methodReturn, serial: dbus_message_get_serial(rawMessage), replySerial: replySerial,
+                                                sender: nil, destination: nil, path: nil, interface: nil, member: nil, errorName: nil,
+                                                signature: nil, body: values, noReplyExpected: true)))
+            case .failure(let error):
+                completion(.failure(error))
+            }
+        }
+        sendQueuedCalls()
         return true
     }
 
@@ -287,7 +304,7 @@ public final class Connection {
                         continuation.resume(returning: .failure(.cancelled))
                         return
                     }
-                    start(message, id: id, timeout: timeout, wantsHeaders: wantsHeaders) { continuation.resume(returning: $0) }
+                    start(message, id: id, timeout: timeout, wantsHeaders: wantsHeaders, completion: .message { continuation.resume(returning: $0) })
                 }
             } onCancel: {
                 BleLoop.perform { [weak self] in self?.cancelCall(id: id) }
@@ -306,7 +323,7 @@ public final class Connection {
         BleLoop.perform { [self] in
             let id = nextCallID
             nextCallID += 1
-            start(message, id: id, timeout: timeout) { completion(Self.body(of: $0)) }
+            start(message, id: id, timeout: timeout, completion: .body(completion))
         }
     }
 
@@ -322,7 +339,7 @@ public final class Connection {
         nextCallID += 1
         // Built in the argument, so `start` consumes it without a copy.
         start(DBusMessage.methodCall(destination: destination, path: path, interface: interface, member: member, body: arguments),
-              id: id, timeout: timeout) { completion(Self.body(of: $0)) }
+              id: id, timeout: timeout, completion: .body(completion))
         return id
     }
 
@@ -343,9 +360,12 @@ public final class Connection {
     }
 
     private func start(_ message: consuming DBusMessage, id: UInt64, timeout: Duration?, wantsHeaders: Bool = false,
-                       completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
+                       completion: PendingCall.Completion) {
         guard state != .closed else {
-            completion(.failure(.disconnected))
+            switch completion {
+            case .message(let completion): completion(.failure(.disconnected))
+            case .body(let completion): completion(.failure(.disconnected))
+            }
             return
         }
         let limit = timeout ?? defaultTimeout
@@ -433,10 +453,20 @@ public final class Connection {
     }
 
     private func finish(_ call: PendingCall, with result: Result<DBusMessage, DBusError>) {
-        guard callsByID.removeValue(forKey: call.id) != nil else { return }
-        dropFinishedDeadlines()
-        call.completion(result)
+        guard retire(call) else { return }
+        switch call.completion {
+        case .message(let completion): completion(result)
+        case .body(let completion): completion(Self.body(of: result))
+        }
         sendQueuedCalls()
+    }
+
+    /// Takes `call` off the books before its completion runs; false when it had ended already
+    /// (each call completes once).
+    private func retire(_ call: PendingCall) -> Bool {
+        guard callsByID.removeValue(forKey: call.id) != nil else { return false }
+        dropFinishedDeadlines()
+        return true
     }
 
     private func sendQueuedCalls() {

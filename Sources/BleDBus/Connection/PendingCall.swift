@@ -7,7 +7,14 @@ final class PendingCall {
     var message: DBusMessage?
     /// The method's name, for the timeout error.
     let member: String
-    let completion: @BleLoop (Result<DBusMessage, DBusError>) -> Void
+    /// Who waits, and for what: the whole reply, or its body alone (the common case, completed
+    /// without building a message or wrapping the caller's closure in another).
+    enum Completion {
+        case message(@BleLoop (Result<DBusMessage, DBusError>) -> Void)
+        case body(@BleLoop (Result<[DBusValue], DBusError>) -> Void)
+    }
+
+    let completion: Completion
     /// When the call times out, counted from when it was started (queued or not).
     let deadline: Int
     /// The timeout it was given, for the error.
@@ -18,7 +25,7 @@ final class PendingCall {
     let wantsHeaders: Bool
 
     init(id: UInt64, message: consuming DBusMessage, deadline: Int, timeout: Duration, wantsHeaders: Bool,
-         completion: @escaping @BleLoop (Result<DBusMessage, DBusError>) -> Void) {
+         completion: Completion) {
         self.id = id
         self.wantsHeaders = wantsHeaders
         member = message.member ?? "call"
