@@ -17,9 +17,23 @@ public enum MonotonicTime {
         let total = Double(seconds) * 1_000_000 + Double(attoseconds) / 1e12
         return Int(min(total.rounded(.up), Double(Int.max / 4)))
     }
+}
 
-    /// The instant `duration` from now.
-    public static func after(_ duration: Duration) -> Int {
-        now + microseconds(duration)
+/// The last `Duration` converted to microseconds, and the result: the deadline keepers convert
+/// the same timeout for every call, and a `Duration`'s components cost a 128-bit division.
+public struct MicrosecondsMemo: Sendable {
+    private var duration: Duration = .zero
+    private var microseconds = 0
+
+    /// An empty memo.
+    public init() {}
+
+    /// `duration` in microseconds (as `MonotonicTime.microseconds`).
+    public mutating func microseconds(of duration: Duration) -> Int {
+        if duration != self.duration {
+            self.duration = duration
+            microseconds = MonotonicTime.microseconds(duration)
+        }
+        return microseconds
     }
 }

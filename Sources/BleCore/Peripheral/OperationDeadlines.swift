@@ -13,6 +13,7 @@ struct OperationDeadlines {
     private var heap = DeadlineHeap<GattOperation>()
     private var timer: LoopTimer?
     private var armedFor: Int?
+    private var timeoutMemo = MicrosecondsMemo()
 
     /// Operations whose deadline is still ahead of them, for diagnostics: entries of finished
     /// operations waiting to be dropped are no deadlines any more.
@@ -22,7 +23,7 @@ struct OperationDeadlines {
     /// (the peripheral's, which calls `takeExpired` and then `rearm` when it fires).
     mutating func add(_ operation: GattOperation, timeout: Duration, arm: (Int) -> LoopTimer) {
         dropFinishedAtTop()
-        heap.insert(MonotonicTime.after(timeout), operation)
+        heap.insert(MonotonicTime.now + timeoutMemo.microseconds(of: timeout), operation)
         rearm(arm)
     }
 

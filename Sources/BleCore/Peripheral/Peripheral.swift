@@ -42,9 +42,12 @@ public final class Peripheral: @unchecked Sendable {
     }
     @BleLoop var descriptorsByPath: [ObjectPath: Descriptor] = [:]
     @BleLoop var attempt: ConnectAttempt?
-    @BleLoop var operations = OperationQueues()
+    // Touched several times per GATT operation; loop-confined, and never changed while a
+    // completion runs (completions run after the queues and deadlines are updated): without
+    // the runtime's exclusivity bookkeeping, as the connection's call state (see Connection).
+    @exclusivity(unchecked) @BleLoop var operations = OperationQueues()
     /// The deadlines of the operations running (see `OperationDeadlines`).
-    @BleLoop var deadlines = OperationDeadlines()
+    @exclusivity(unchecked) @BleLoop var deadlines = OperationDeadlines()
     @BleLoop var serviceWaits: [ServiceWait] = []
     @BleLoop var lastName: String?
     @BleLoop var wasReadyToWrite = true
@@ -56,8 +59,8 @@ public final class Peripheral: @unchecked Sendable {
     /// Counts links: a reply or a socket event from an earlier link is recognised as such.
     @BleLoop var linkGeneration: UInt64 = 0
     /// Keys whose next operation is to start, and whether that loop is running.
-    @BleLoop var keysToStart: [OperationKey] = []
-    @BleLoop var startingNext = false
+    @exclusivity(unchecked) @BleLoop var keysToStart: [OperationKey] = []
+    @exclusivity(unchecked) @BleLoop var startingNext = false
     /// `peerIsBlueZ`, worked out once per `Modalias` value.
     @BleLoop var blueZPeerVerdict: Bool?
 
