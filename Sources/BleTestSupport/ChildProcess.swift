@@ -68,9 +68,15 @@ public final class ChildProcess: @unchecked Sendable {
         self.stdoutRead = outputPipe[0]
     }
 
-    /// Reads one line of the child's stdout, waiting at most `timeout` seconds.
+    /// Reads one line of the child's stdout, waiting at most `timeout` seconds at the tests'
+    /// clock (``TestTime/scaled(_:)-(TimeInterval)``).
     public func readLine(timeout: TimeInterval) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
+        readLine(before: Date().addingTimeInterval(TestTime.scaled(timeout)))
+    }
+
+    /// Reads one line of the child's stdout, waiting until `deadline` at most (a point in time
+    /// the caller computed, so it is not scaled again).
+    public func readLine(before deadline: Date) -> String? {
         while true {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffered[buffered.startIndex..<newline], as: UTF8.self)
@@ -91,9 +97,10 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Reads the child's stdout until it closes, then reaps the child: its exit status (128 +
     /// the signal for a killed child) and everything it printed. A child still running at the
-    /// deadline is killed, and the status is `nil`.
+    /// deadline (`timeout` seconds at the tests' clock, ``TestTime/scaled(_:)-(TimeInterval)``)
+    /// is killed, and the status is `nil`.
     public func runToCompletion(timeout: TimeInterval) -> (status: Int32?, output: String) {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(TestTime.scaled(timeout))
         var output = buffered
         buffered = Data()
         var timedOut = false

@@ -43,13 +43,14 @@ public final class EventRecorder<Event> {
         BleLoop.perform { [weak self] in self?.append(box.value) }
     }
 
-    /// Waits until `condition(events)` holds, at most `timeout`.
+    /// Waits until `condition(events)` holds, at most `timeout` at the tests' clock
+    /// (``TestTime/scaled(_:)-(Duration)``).
     public func wait(_ what: String = "events", timeout: Duration = .seconds(30),
                      until condition: @escaping ([Event]) -> Bool) async throws {
         if condition(events) { return }
         let id = nextID
         nextID += 1
-        let timer = LoopTimer.scheduled(after: timeout) { [weak self] in
+        let timer = LoopTimer.scheduled(after: TestTime.scaled(timeout)) { [weak self] in
             guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
             self.waiters.remove(at: index).continuation.resume(returning: false)
         }

@@ -65,9 +65,9 @@ public final class MosquittoBroker: @unchecked Sendable {
                                      standardErrorPath: directory.appendingPathComponent("stderr.log").path)
         // "mosquitto version 2.0.11 running" is logged once the listener is open.
         var seen: [String] = []
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(TestTime.scaled(timeout))
         while Date() < deadline {
-            guard let line = child.readLine(timeout: deadline.timeIntervalSinceNow) else { break }
+            guard let line = child.readLine(before: deadline) else { break }
             seen.append(line)
             if line.contains(" running") {
                 process = child

@@ -34,7 +34,7 @@ public final class PrivateBus: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
 
-    /// Starts a daemon and waits (up to `timeout`) until it listens.
+    /// Starts a daemon and waits (up to `timeout` at the tests' clock) until it listens.
     public init(timeout: TimeInterval = 10) throws {
         let daemon = ["/usr/bin/dbus-daemon", "/bin/dbus-daemon"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let daemon else { throw StartError.daemonMissing }
@@ -50,7 +50,7 @@ public final class PrivateBus: @unchecked Sendable {
         let child = try ChildProcess(arguments: ["/bin/sh", "-c", script, daemon, config.path])
         guard let line = child.readLine(timeout: timeout), line.hasPrefix("unix:") else {
             child.terminate()
-            throw StartError.noAddress(detail: "the daemon printed no address within \(timeout) s")
+            throw StartError.noAddress(detail: "the daemon printed no address within \(TestTime.scaled(timeout)) s")
         }
         self.address = line
         self.directory = directory

@@ -68,12 +68,13 @@ public final class SimulatorFixture {
         recorder.append(message)
     }
 
-    /// Calls a method on `org.bluez`.
+    /// Calls a method on `org.bluez`, giving it `timeout` at the tests' clock
+    /// (``TestTime/scaled(_:)-(Duration)``).
     @discardableResult
     public func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
                      timeout: Duration = .seconds(10)) async throws(DBusError) -> [DBusValue] {
         try await client.call(destination: BlueZ.busName, path: path, interface: interface, member: member,
-                              arguments: arguments, timeout: timeout)
+                              arguments: arguments, timeout: TestTime.scaled(timeout))
     }
 
     /// Reads a property.

@@ -127,10 +127,11 @@ enum Outcome<Value: Sendable>: Sendable {
     }
 }
 
-/// Polls loop state with a deadline, by yielding to the loop between checks (no sleeps).
+/// Polls loop state with a deadline, by yielding to the loop between checks (no sleeps); the
+/// deadline is at the tests' clock (TestTime).
 @BleLoop
 func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: @BleLoop () async -> Bool) async throws {
-    let end = ContinuousClock.now + timeout
+    let end = ContinuousClock.now + TestTime.scaled(timeout)
     while !(await condition()) {
         guard ContinuousClock.now < end else { throw BenchError("timed out waiting until \(what)") }
         var timer: LoopTimer?

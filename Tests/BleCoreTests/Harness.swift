@@ -198,7 +198,10 @@ final class Bench {
     }
 
     func makeCentral(recorder: Recorder? = nil, configure: (inout CentralManagerOptions) -> Void = { _ in }) -> CentralManager {
-        var options = CentralManagerOptions(bus: .address(busAddress), operationTimeout: .seconds(3), connectTimeout: .seconds(10),
+        // The default deadlines are for operations the tests expect to succeed: at the tests'
+        // clock. A test that checks a deadline running out sets its own in `configure`.
+        var options = CentralManagerOptions(bus: .address(busAddress), operationTimeout: TestTime.scaled(.seconds(3)),
+                                            connectTimeout: TestTime.scaled(.seconds(10)),
                                             retryBackoff: .milliseconds(10), servicesResolvedGrace: .milliseconds(200))
         configure(&options)
         return CentralManager(delegate: recorder ?? self.recorder, queue: nil, options: options)

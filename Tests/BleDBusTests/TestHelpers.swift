@@ -60,9 +60,10 @@ final class Mailbox<Element: Sendable>: Sendable {
     /// The events posted but not taken yet.
     var pending: [Element] { state.withLock { $0.items } }
 
-    /// The next event, waiting at most `timeout` for it.
+    /// The next event, waiting at most `timeout` (at the tests' clock) for it.
     func next(within timeout: Duration = .seconds(10)) async throws -> Element {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element, any Error>) in
+        let timeout = TestTime.scaled(timeout)
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element, any Error>) in
             let name = self.name
             let result = state.withLock { state -> Result<Element, any Error>? in
                 if !state.items.isEmpty { return .success(state.items.removeFirst()) }
@@ -100,11 +101,13 @@ final class Mailbox<Element: Sendable>: Sendable {
     }
 }
 
-/// Runs `operation`, failing with `DeadlineExceeded` if it has not finished after `timeout`.
-/// The operation is cancelled then, so it must honour cancellation (D-Bus calls do).
+/// Runs `operation`, failing with `DeadlineExceeded` if it has not finished after `timeout` (at
+/// the tests' clock). The operation is cancelled then, so it must honour cancellation (D-Bus
+/// calls do).
 func withDeadline<T: Sendable>(_ timeout: Duration = .seconds(10), _ what: String,
                                _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
+    let timeout = TestTime.scaled(timeout)
+    return try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await operation() }
         group.addTask {
             try await Task.sleep(for: timeout)

@@ -440,10 +440,11 @@ final class RoleCell {
     }
 }
 
-/// Polls loop state with a deadline, yielding to the loop between checks (no sleeps).
+/// Polls loop state with a deadline, yielding to the loop between checks (no sleeps); the
+/// deadline is at the tests' clock (TestTime).
 @BleLoop
 func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: @BleLoop () async -> Bool) async throws {
-    let end = ContinuousClock.now + timeout
+    let end = ContinuousClock.now + TestTime.scaled(timeout)
     while !(await condition()) {
         guard ContinuousClock.now < end else { throw WaitTimeout(what: what, seen: []) }
         var timer: LoopTimer?

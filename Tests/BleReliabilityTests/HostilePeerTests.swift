@@ -125,9 +125,12 @@ struct HostilePeerTests {
     static let late = "C0:FF:EE:00:00:0A"
     static let outside = "C0:FF:EE:00:00:0B"
 
+    /// A central on the fake. Its operations are expected to succeed (the fake answers them), so
+    /// their timeout is at the tests' clock; the connect's is the deadline the never-answered
+    /// test checks, so it is not.
     static func central(_ fake: HostileBlueZ, _ recorder: Recorder, operationTimeout: Duration = .milliseconds(500)) -> CentralManager {
         CentralManager(delegate: recorder, queue: nil, options: CentralManagerOptions(
-            bus: .address(fake.busAddress), operationTimeout: operationTimeout, connectTimeout: .seconds(1), connectRetries: 0))
+            bus: .address(fake.busAddress), operationTimeout: TestTime.scaled(operationTimeout), connectTimeout: .seconds(1), connectRetries: 0))
     }
 
     static func discovered(_ recorder: Recorder) -> [String] {

@@ -51,11 +51,11 @@ struct ReadmeExampleTests {
             found.unlock()
             central.stopScan()
         }
-        /// Blocks its (non-loop) thread until the device was seen, at most `seconds`.
+        /// Blocks its (non-loop) thread until the device was seen, at most `seconds` at the tests' clock.
         func waitForIdentifier(seconds: Double) -> String? {
             found.lock()
             defer { found.unlock() }
-            let deadline = Date().addingTimeInterval(seconds)
+            let deadline = Date().addingTimeInterval(TestTime.scaled(seconds))
             while identifier == nil, found.wait(until: deadline) {}
             return identifier
         }

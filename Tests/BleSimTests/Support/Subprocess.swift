@@ -1,3 +1,4 @@
+import BleTestSupport
 import Foundation
 import Glibc
 
@@ -107,7 +108,7 @@ final class Subprocess: @unchecked Sendable {
 
     /// With `needle` nil, waits for the end of output and returns 0 then.
     private func blockingWait(_ needle: String?, from offset: Int, timeout: Double) -> Int? {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(TestTime.scaled(timeout))
         while true {
             if let needle, let found = find(needle, from: offset) { return found }
             lock.lock()

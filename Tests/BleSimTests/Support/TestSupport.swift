@@ -407,13 +407,13 @@ extension DBusValue {
     var bytesValue: Data? { if case .bytes(let data) = self { return data } else { return nil } }
 }
 
-/// Reads one packet from a socket, waiting at most `timeout` seconds; nil on timeout, EOF
-/// (empty packet) or error. It waits on a thread of its own, never on the BleLoop that the
+/// Reads one packet from a socket, waiting at most `timeout` seconds at the tests' clock; nil
+/// on timeout, EOF (empty packet) or error. It waits on a thread of its own, never on the BleLoop that the
 /// simulator and every test share.
 func receivePacket(_ descriptor: Int32, timeout: Double = 5) async -> Data? {
     await Task.detached { () -> Data? in
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, Int32(timeout * 1000)) > 0 else { return nil }
+        guard poll(&poller, 1, Int32(TestTime.scaled(timeout) * 1000)) > 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 2048)
         let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
         guard count >= 0 else { return nil }
