@@ -206,10 +206,12 @@ extension PeripheralManager {
     @BleLoop func installOwnerCheck() {
         guard let connection = session.connection else { return }
         let roots = [applicationRoot, advertisingRoot]
-        connection.objects.callFilter = { [weak self] call in
+        // The connection holds this filter (through its object registry): a strong capture of
+        // it would keep the connection, and its libdbus connection, alive forever.
+        connection.objects.callFilter = { [weak self, weak connection] call in
             guard let self else { return false }
             guard roots.contains(where: { call.path.isDescendant(of: $0, orEqual: true) }) else { return false }
-            let owner = self.session.cache?.owner ?? connection.signals.currentOwner(of: BlueZ.service)
+            let owner = self.session.cache?.owner ?? connection?.signals.currentOwner(of: BlueZ.service)
             if let owner, call.sender == owner { return false }
             BleLog.warning("refused \(call.member) on \(call.path) from \(call.sender): not the owner of org.bluez")
             call.fail(name: BlueZ.ErrorName.notAuthorized, message: BlueZ.ErrorMessage.notAuthorized)
