@@ -51,8 +51,10 @@ public final class ReadmeTranscript {
             }
             waiters.append((id, condition, resume))
             lock.unlock()
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
-                guard let self = self else { return resume(false) }
+            // Strong: the transcript is the process-wide `readmeTranscript`. A weak reference
+            // gave the global a side table that, once the weak references were gone, only the
+            // object's encoded reference count pointed to: a false leak for LeakSanitizer.
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
                 self.lock.lock()
                 self.waiters.removeAll { $0.id == id }
                 self.lock.unlock()

@@ -34,4 +34,10 @@ public enum TestTime {
     public static func scaled(_ seconds: TimeInterval) -> TimeInterval {
         seconds * scale
     }
+
+    /// A whole number of minutes at the tests' clock, rounded up: for Swift Testing's
+    /// `.timeLimit(.minutes(_:))`, the guard against a hung test, which counts in minutes.
+    public static func minutes(_ minutes: Int) -> Int {
+        Int((Double(minutes) * scale).rounded(.up))
+    }
 }

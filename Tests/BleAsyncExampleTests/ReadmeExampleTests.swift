@@ -9,7 +9,7 @@ import Testing
 /// against BleSim. The second one's placeholder identifier matches nothing, so as written it
 /// scans until cancelled; the copy with the placeholder filled in (the one edit its reader
 /// makes) runs the whole flow.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(1))))
 struct ReadmeExampleTests {
     static func spec(address: String, name: String) -> PeripheralSpec {
         PeripheralSpec(address: address, name: name, serviceUUIDs: ["ffe0"], services: [

@@ -1,11 +1,12 @@
 import BleDBus
 import BleIntegration
+import BleTestSupport
 import Foundation
 import Testing
 
 /// The BleAsync integration scenarios (registered for the VM) against BleSim; their parity with
 /// bluetoothd waits for transcripts recorded by `make test-bluez`.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(2))))
 @BleLoop
 struct AsyncScenariosOnBleSimTests {
     @Test(arguments: AsyncScenarios.all.map(\.name))

@@ -7,7 +7,7 @@ import Testing
 /// Each kind of call, cancelled while BlueZ is working on it: the caller gets
 /// `CancellationError` (never a timeout), nothing stays registered, and BlueZ's side is undone
 /// where it can be.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(2))))
 @BleLoop
 struct CancellationTests {
     /// Runs `body` in a task, cancels it once `inFlight` holds, and returns how it ended.

@@ -22,7 +22,7 @@ struct FeedCommand: PeripheralOperationCommand {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct CommandTests {
     static func echoing() -> PeripheralSpec {

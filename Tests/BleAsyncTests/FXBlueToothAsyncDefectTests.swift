@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// One test per FXBlueToothAsync defect (fxbluetooth-api.md section 6, items 24–31), named after it.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct FXBlueToothAsyncDefectTests {
     /// 24: cancelling connect or disconnect leaked the continuation; stopScan left scan hanging;

@@ -1,5 +1,6 @@
 import BleAsync
 import BleSim
+import BleTestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ final class DeviceModel {
 /// A `@MainActor` caller uses the API as it would on iOS: no `@Sendable`, no `nonisolated`,
 /// the scan handler touches main-actor state directly (it runs on the caller's actor).
 @MainActor
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 struct MainActorCallerTests {
     @Test func aMainActorCallerNeedsNoAnnotations() async throws {
         let bench = try await AsyncBench.start()

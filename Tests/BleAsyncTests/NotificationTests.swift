@@ -4,7 +4,7 @@ import BleTestSupport
 import Foundation
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct NotificationTests {
     @Test func twoSubscribersBothReceiveEveryValue() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// The peripheral role and the pairing agent with async/await, against BleSim: a BleAsync
 /// central on hci1 talks to an `AsyncPeripheralManager` serving on hci0.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct PeripheralRoleAndPairingTests {
     static let service = CBUUID(string: "7b1e0001-0000-1000-8000-00805f9b34fb")

@@ -5,7 +5,7 @@ import BleTestSupport
 import Foundation
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct CentralTests {
     @Test func stateFollowsTheAdapterPoweringOffAndOn() async throws {  // pain point #17

@@ -8,7 +8,7 @@ import Testing
 
 /// One test per symptom of issue 10 ("BleCore 2: nothing lost, ever"), named after it. Each
 /// failed on the code before the BlueZ session.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(2))))
 @BleLoop
 struct DataLossSymptomTests {
     /// A connected sample peripheral with notifications on for its notify characteristic.

@@ -6,7 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct GattTests {
     @Test func readsAndWritesCharacteristicsAndDescriptors() async throws {

@@ -11,7 +11,7 @@ import Testing
 /// numbered notifications and a fence, and drops the link from the peripheral's side. Counted
 /// over all cycles: notifications lost, doubled or out of order, notify sockets left open, and
 /// match rules and connections left on the bus.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(2))))
 @BleLoop
 struct NotifyAcrossReconnectTests {
     static let cycles = 200

@@ -5,7 +5,7 @@ import BleTestSupport
 import Foundation
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct RobustnessTests {
     /// One operation of every kind, and the event that ends it.

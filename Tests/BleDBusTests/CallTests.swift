@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Method calls: replies, error replies, deadlines, connection loss, cancellation, queueing.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct CallTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct CallTests {
     nonisolated static let interface = "com.example.Calls"
 
     /// Exports `/calls` with `Add(u, u) -> u`, `Refuse()` that fails, and `Hold()` whose calls

@@ -6,7 +6,7 @@ import Testing
 /// The decoder's shortcuts (dictionary types read from the first entry's type codes, strings
 /// reused from earlier messages) and the encoder's (no signature re-parse for plain types,
 /// signatures computed on demand) give exactly what the general paths give.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct DecodingShortcutTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct DecodingShortcutTests {
     /// Dictionaries of every shape the shortcut takes and of those it leaves to the signature.
     nonisolated static let dictionaries: [DBusValue] = [
         .dictionary(key: .string, value: .variant, [DBusDictionaryEntry(key: .string("Value"), value: .variant(.bytes(Data([1, 2]))))]),

@@ -8,7 +8,7 @@ import Testing
 
 /// Objects exported by a connection: dispatch, the standard error replies, `Properties`,
 /// `Introspectable`, `ObjectManager`, and every call answered exactly once.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct ExportedObjectTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct ExportedObjectTests {
     nonisolated static let interface = "com.example.Thermometer"
     static let path: ObjectPath = "/org/example/thermo0"
 

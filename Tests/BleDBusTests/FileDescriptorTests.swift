@@ -10,7 +10,7 @@ import Testing
 /// Leaks are counted per kernel object (the `socket:[inode]` that `/proc/self/fd` links to), not
 /// as the total of open descriptors: other tests open and close descriptors in parallel, which
 /// would make a total meaningless, while a leaked duplicate of our socket is always ours.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct FileDescriptorTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct FileDescriptorTests {
     nonisolated static let interface = "com.example.Pipes"
 
     @Test func aMethodReturnsASocketThatTheCallerWritesAndTheCalleeReads() async throws {

@@ -1,4 +1,5 @@
 import BleDBus
+import BleTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -37,7 +38,7 @@ actor PrivateLoopActor {
 }
 
 /// The shared loop, its executor, timers, and private loops run by hand.
-@Suite(.timeLimit(.minutes(1))) struct LoopTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) struct LoopTests {
     @Test func workFromManyThreadsRunsOneAtATimeOnTheLoopThreadInEachThreadsOrder() async throws {
         let threads = 8
         let perThread = 1000

@@ -5,7 +5,7 @@ import Testing
 
 /// Real D-Bus clients — libdbus's `dbus-send` and GLib's `gdbus` — talk to an object we export,
 /// as child processes on the private bus; their printed output is what is checked.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct OutsideClientTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct OutsideClientTests {
     nonisolated static let name = "com.example.Outside"
     nonisolated static let interface = "com.example.Greeter"
     static let managerPath: ObjectPath = "/com/example"

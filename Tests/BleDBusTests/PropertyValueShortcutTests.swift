@@ -6,7 +6,7 @@ import Testing
 /// The notification shortcut (`PropertyValueShortcut`) delivers what the general path delivers,
 /// in the same order, and refuses what it refuses: a notification-shaped signal from a
 /// connection that does not own the subscription's name never arrives.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct PropertyValueShortcutTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct PropertyValueShortcutTests {
     static let name = "com.example.Gatt"
     static let characteristic = "org.bluez.GattCharacteristic1"
     static let properties = "org.freedesktop.DBus.Properties"

@@ -9,7 +9,7 @@ import Testing
 /// "Not delivered" is shown without waiting: a non-matching signal is emitted before a matching
 /// one by the same sender, and the bus keeps one sender's messages in order, so a wrongly
 /// delivered signal would arrive first.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct SignalTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct SignalTests {
     nonisolated static let interface = "com.example.Signals"
 
     /// Subscribes with `match` and waits until the bus has the rule.

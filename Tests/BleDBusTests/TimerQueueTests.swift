@@ -1,4 +1,5 @@
 import BleDBus
+import BleTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -6,7 +7,7 @@ import Testing
 /// Timers share one queue per loop: deadlines in order whatever the order they were started
 /// in, thousands of cancelled timers that never fire, a timer started from another thread
 /// that is due before everything else still fires on time, and a private loop's timers.
-@Suite(.timeLimit(.minutes(1))) struct TimerQueueTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) struct TimerQueueTests {
     @Test func timersFireInDeadlineOrderNotInStartOrder() async throws {
         let fired = Mailbox<Int>("a timer")
         let delays = [40, 10, 30, 0, 20, 10]

@@ -6,7 +6,7 @@ import Testing
 
 /// Values sent as call arguments through a real dbus-daemon to an echo method on a second
 /// connection come back equal.
-@Suite(.timeLimit(.minutes(1))) @BleLoop struct ValueRoundTripTests {
+@Suite(.timeLimit(.minutes(TestTime.minutes(1)))) @BleLoop struct ValueRoundTripTests {
     nonisolated static let basicValues: [DBusValue] = [
         .byte(0), .byte(255),
         .boolean(true), .boolean(false),

@@ -7,7 +7,7 @@ import Testing
 
 /// The DSL's share of issue 10's symptoms, each named after it.
 @BleLoop
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 struct DataLossSymptomDSLTests {
     // 3. A DeviceCharacteristicValue bound to a peripheral of a queued central trapped on its
     // first event (`assumeIsolated` off the loop).

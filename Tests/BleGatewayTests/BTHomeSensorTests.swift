@@ -6,7 +6,7 @@ import BleTestSupport
 import Foundation
 import Testing
 
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(2))))
 @BleLoop
 struct BTHomeSensorTests {
     @Test func encoderIsTheDecodersInverse() throws {

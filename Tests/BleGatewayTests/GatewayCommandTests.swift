@@ -25,7 +25,7 @@ enum Lamp {
                                              fields: [.init(key: "batt", offset: 1, size: 1), .init(key: "volt", offset: 2, size: 1, scale: 0.1)])
 }
 
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(3))))
 @BleLoop
 struct GatewayCommandTests {
     /// ble_write_*, ble_read_* and a named operation command from the configuration, each

@@ -6,7 +6,7 @@ import BleTestSupport
 import Foundation
 import Testing
 
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(3))))
 @BleLoop
 struct GatewayFormatTests {
     /// A crowded room with one sensor per decoder: every sensor's message on

@@ -4,7 +4,7 @@ import BleTestSupport
 import Foundation
 import Testing
 
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(2))))
 @BleLoop
 struct MQTTClientTests {
     /// The broker dies: messages published meanwhile wait in the bounded buffer (the oldest

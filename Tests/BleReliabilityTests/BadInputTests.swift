@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 /// Bad input from callers and files: each is a typed error at once, never a trap or a hang.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct BadInputTests {
     nonisolated static let invalidUUIDs = ["", "zz", "18", "180", "180d0", "0x", "0x180", "-1", "g00d", "0000180d-0000-1000-8000-00805f9b34f",

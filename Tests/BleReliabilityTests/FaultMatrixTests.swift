@@ -12,7 +12,7 @@ import Testing
 /// an allowed ending; after the fault is undone the next operations work; and the counts of
 /// pending operations, notify subscriptions, timers, sockets and calls return to zero, the
 /// bus subscriptions and match rules to what they were before.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(2))))
 @BleLoop
 struct FaultMatrixTests {
     // One cell at a time: 120 private buses and simulators at once starve the rest of the

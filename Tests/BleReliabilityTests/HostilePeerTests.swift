@@ -118,7 +118,7 @@ final class HostileBlueZ {
 /// Broken and hostile peers: a fake bluetoothd sending wrong types, odd paths, huge values and
 /// floods; another process forging BlueZ's signals; fds that are not sockets. Each is a typed
 /// error or ignored, never a crash, a hang, or a believed forgery.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 @BleLoop
 struct HostilePeerTests {
     static let good = "C0:FF:EE:00:00:09"

@@ -9,7 +9,7 @@ import Testing
 /// `make soak` (BLEKIT_SOAK=1): 100,000 DSL commands and 1,000 reconnects with random faults,
 /// then checks that nothing leaked (RSS, fds, timers, match rules) and no completion was lost.
 /// Not part of `make test`: it takes minutes.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["BLEKIT_SOAK"] == "1"), .timeLimit(.minutes(30)))
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["BLEKIT_SOAK"] == "1"), .timeLimit(.minutes(TestTime.minutes(30))))
 @BleLoop
 struct SoakTests {
     static var commands: Int { Int(ProcessInfo.processInfo.environment["BLEKIT_SOAK_COMMANDS"] ?? "") ?? 100_000 }

@@ -23,5 +23,7 @@ struct TestTimeTests {
         #expect(TestTime.scaled(.seconds(2)) == .seconds(2) * TestTime.scale)
         #expect(TestTime.scaled(2.0) == 2 * TestTime.scale)
         #expect(TestTime.scaled(.zero) == .zero)
+        #expect(TestTime.minutes(1) == Int((TestTime.scale).rounded(.up)))
+        #expect(TestTime.minutes(2) >= 2)
     }
 }

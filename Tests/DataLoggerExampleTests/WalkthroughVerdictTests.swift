@@ -9,7 +9,7 @@ import Testing
 /// `blekit demo`'s walk-through ends with a verdict per step: it passes only when every step
 /// did, and a command that cannot succeed after the reconnect (issue 10: it timed out and the
 /// demo still printed "done" and exited 0) fails it, by name.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(1))))
 struct WalkthroughVerdictTests {
     static let address = "C0:FF:EE:00:00:03"
     static let write = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
@@ -77,9 +77,11 @@ struct WalkthroughVerdictTests {
     @Test @BleLoop func aCommandThatCannotSucceedAfterTheReconnectFailsTheDemoByName() async throws {
         let printer = Lines()
         let report = try await Self.walk(printer) { simulator in
-            // From the reconnect on, every notification is lost: the answer never comes.
-            simulator.peripheral(Self.address)?.onConnectionChange = { up, _ in
-                if up && printer.askedToDropTheLink { simulator.faults.setNotificationFault(Self.address, .dropEvery(1)) }
+            // From the reconnect on, every notification is lost: the answer never comes. The
+            // simulator holds this closure (through its peripheral): weak, or the two keep each
+            // other, with the whole walk-through's transcript, until the process ends.
+            simulator.peripheral(Self.address)?.onConnectionChange = { [weak simulator] up, _ in
+                if up && printer.askedToDropTheLink { simulator?.faults.setNotificationFault(Self.address, .dropEvery(1)) }
             }
         }
         #expect(report.failedSteps == [.commandAfterReconnect], "\(report.summary.joined(separator: "\n"))")

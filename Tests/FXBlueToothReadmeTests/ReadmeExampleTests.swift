@@ -11,7 +11,7 @@ import Testing
 /// 0xBB → three packets, 0xCC → a stream. Every command answers before and after a link loss and
 /// the example's own reconnect, and the console shows what the README promises — and nothing it
 /// does not (no scan error from the replaced scan, no failures).
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(2))))
 struct ReadmeExampleTests {
     static let address = "C0:FF:EE:00:FF:E0"
     static let service = "0000ffe0-0000-1000-8000-00805f9b34fb"

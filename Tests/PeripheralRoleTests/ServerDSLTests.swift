@@ -45,9 +45,11 @@ struct SinglePacketCommand: PeripheralOperationCommand {
     chat.server.onEvent = { event in serverEvents.appendFromAnyThread("\(event)") }
     let reply = String(repeating: "0123456789", count: 9)
     var received: [String] = []
-    chat.onMessage = { message in
+    // Weak: the chat keeps this closure, and a strong capture kept the chat, its server and
+    // the server's bus connection alive until the process ended.
+    chat.onMessage = { [weak chat] message in
         received.append(message)
-        chat.send(reply)
+        chat?.send(reply)
     }
     try await serverEvents.wait("advertising", timeout: .seconds(10)) { $0.contains("advertising") }
 

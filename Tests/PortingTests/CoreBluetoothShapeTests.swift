@@ -29,7 +29,7 @@ final class IOSShapedDelegate: CentralManagerDelegate, PeripheralDelegate, @unch
 
 /// Issue 11, items 1 and 2: CoreBluetooth's constants, signatures and descriptions.
 @BleLoop
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 struct CoreBluetoothShapeTests {
     @Test func coreBluetoothKeysExistWithCoreBluetoothsValues() {
         #expect(CBCentralManagerOptionRestoreIdentifierKey == "kCBInitOptionRestoreIdentifier")

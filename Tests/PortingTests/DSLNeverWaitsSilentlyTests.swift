@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 11, item 4: every wait of the DSL ends, and says why.
 @BleLoop
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
 struct DSLNeverWaitsSilentlyTests {
     @Test func aConnectWithoutScanTimeoutGetsTheDefaultDeadline() async throws {
         let stack = try await Stack.start()

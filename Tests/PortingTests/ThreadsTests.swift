@@ -32,7 +32,7 @@ extension MainActorViewModel: @MainActor CentralManagerDelegate {
 }
 
 /// Issue 11, item 3: callbacks where iOS developers expect them, and no silent deadlock.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(TestTime.minutes(1))))
 struct ThreadsTests {
     /// The template's binary, beside the test bundle.
     static var template: String {

@@ -60,7 +60,9 @@ public final class PeripheralServer: PeripheralManagerDelegate, @unchecked Senda
         let box = UncheckedSendable((commandItems, self))
         LoopHop.run { [engine] in
             let (items, server) = box.value
-            engine.value.execute(items, report: { server.onEvent?($0) })
+            // The engine keeps `report` while it serves, and the server keeps the engine: a
+            // strong capture kept both, the manager and its bus connection alive for good.
+            engine.value.execute(items, report: { [weak server] in server?.onEvent?($0) })
         }
     }
 
