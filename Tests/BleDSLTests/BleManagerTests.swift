@@ -59,7 +59,7 @@ final class DisconnectLog: PeripheralDidDisConnect, @unchecked Sendable {
         let manager = manager(fixture)
         defer { manager.centralManager.centralManager.close() }
         let lists = EventRecorder<[PeripheralInfo]>()
-        manager.execute(commandItems: [.filter(DropAllBut(name: "Other")), .discover(DiscoveryLog(lists)), .scanTimeout(3)])
+        manager.execute(commandItems: [.filter(DropAllBut(name: "Other")), .discover(DiscoveryLog(lists)), .scanTimeout(TestTime.scaled(3))])
         try await lists.wait(count: 1)
         let first = try #require(lists.events.first)
         #expect(first.count == 1)
@@ -223,7 +223,7 @@ final class DisconnectLog: PeripheralDidDisConnect, @unchecked Sendable {
         let scout = BleManager(centralOptions: options)
         defer { scout.centralManager.centralManager.close() }
         let found = EventRecorder<Peripheral>()
-        scout.execute(commandItems: [.connect(.uuid(Logger.address)), .scanTimeout(10)]) { result in
+        scout.execute(commandItems: [.connect(.uuid(Logger.address)), .scanTimeout(TestTime.scaled(10))]) { result in
             if case .success(.connected(let peripheral)) = result { found.appendFromAnyThread(peripheral) }
         }
         try await found.wait(count: 1)
@@ -236,7 +236,7 @@ final class DisconnectLog: PeripheralDidDisConnect, @unchecked Sendable {
         let manager = BleManager(centralOptions: options)
         defer { manager.centralManager.centralManager.close() }
         let events = EventRecorder<String>()
-        manager.execute(commandItems: [.connect(.uuid(identifier)), .scanTimeout(10)]) { result in
+        manager.execute(commandItems: [.connect(.uuid(identifier)), .scanTimeout(TestTime.scaled(10))]) { result in
             switch result {
             case .success(.connected(let peripheral)): events.appendFromAnyThread("connected \(peripheral.address)")
             case .success(.disconnected): break

@@ -71,7 +71,7 @@ import Testing
         let lists = EventRecorder<[String]>()
         manager.execute(commandItems: [.scanServices([BluetoothUUID(string: Logger.service)]),
                                        .scanOptions([CBCentralManagerScanOptionAllowDuplicatesKey: true]),
-                                       .discover(ListAddresses(lists)), .scanTimeout(3)])
+                                       .discover(ListAddresses(lists)), .scanTimeout(TestTime.scaled(3))])
         try await lists.wait(count: 1)
         let calls = EventRecorder<String>()
         fixture.simulator.traceObserver = { calls.append($0.member) }

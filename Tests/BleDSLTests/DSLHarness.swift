@@ -87,7 +87,7 @@ final class DSLStack {
     /// Connects to the logger and waits until the engine is ready.
     func connect(address: String = Logger.address, extra: [BleManagerCommandItem] = []) async throws {
         let events = self.events
-        manager.execute(commandItems: [.connect(.uuid(address.lowercased())), .handle(device), .scanTimeout(5)] + extra) { result in
+        manager.execute(commandItems: [.connect(.uuid(address.lowercased())), .handle(device), .scanTimeout(TestTime.scaled(5))] + extra) { result in
             switch result {
             case .success(.connected): events.appendFromAnyThread("connected")
             case .success(.disconnected): events.appendFromAnyThread("disconnected")

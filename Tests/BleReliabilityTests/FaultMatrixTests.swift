@@ -600,7 +600,7 @@ final class DSLCell {
             }
             stack.manager.cancelAll()
             let connected = EventRecorder<String>()
-            stack.manager.execute(commandItems: [.connect(.uuid(Logger.address.lowercased())), .handle(stack.device), .scanTimeout(10)]) {
+            stack.manager.execute(commandItems: [.connect(.uuid(Logger.address.lowercased())), .handle(stack.device), .scanTimeout(TestTime.scaled(10))]) {
                 if case .success(.connected) = $0 { connected.appendFromAnyThread("connected") }
             }
             try await connected.wait("connected again", timeout: .seconds(20)) { !$0.isEmpty }

@@ -33,7 +33,7 @@ final class CentralStack {
     func connect(name: String = "chat-periph") async throws {
         let events = self.events
         manager.execute(commandItems: [.scanServices([service]), .connect(.predicate { $0.advertisement.localName == name }),
-                                       .handle(device), .scanTimeout(10)]) { result in
+                                       .handle(device), .scanTimeout(TestTime.scaled(10))]) { result in
             switch result {
             case .success(.connected): events.appendFromAnyThread("connected")
             case .success(.disconnected): events.appendFromAnyThread("disconnected")

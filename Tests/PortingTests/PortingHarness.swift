@@ -93,7 +93,7 @@ final class Stack {
 
     /// Connects by address and waits for the engine to be ready.
     func connect() async throws {
-        execute([.connect(.uuid(Device.address)), .handle(device), .scanTimeout(5)])
+        execute([.connect(.uuid(Device.address)), .handle(device), .scanTimeout(TestTime.scaled(5))])
         try await events.wait("connected") { $0.contains("connected") }
         let ready = EventRecorder<Bool>()
         adapter.readyForCommand { _ in ready.appendFromAnyThread(true) }
