@@ -31,11 +31,18 @@ func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>,
 /// of it), so libFuzzer's own main is never pulled in: this one hands over to libFuzzer.
 @_cdecl("blekit_fuzz_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    // Seeds go into an empty corpus folder first (BLEKIT_FUZZ_SEEDS names it).
-    if let folder = ProcessInfo.processInfo.environment["BLEKIT_FUZZ_SEEDS"],
-       (try? FileManager.default.contentsOfDirectory(atPath: folder))?.isEmpty ?? false {
+    // The seeds go into the corpus folder (BLEKIT_FUZZ_SEEDS names it) whenever they are not
+    // there, not only into an empty one: a corpus grown before a target had seeds never got
+    // them, and libFuzzer then spent its runs on bytes libdbus refuses (103 edges covered).
+    if let folder = ProcessInfo.processInfo.environment["BLEKIT_FUZZ_SEEDS"] {
         for (index, seed) in selected.seeds.enumerated() {
-            FileManager.default.createFile(atPath: "\(folder)/seed-\(index)", contents: seed)
+            let path = "\(folder)/seed-\(index)"
+            guard FileManager.default.contents(atPath: path) != seed else { continue }
+            // A seed that cannot be written only starts the fuzzer further from BleKit's code:
+            // said, not fatal.
+            if !FileManager.default.createFile(atPath: path, contents: seed) {
+                FileHandle.standardError.write(Data("blekit-fuzz: cannot write seed \(index) into \(folder)\n".utf8))
+            }
         }
     }
     var count = argc

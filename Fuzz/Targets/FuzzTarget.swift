@@ -20,6 +20,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case scenario
     /// A UUID string from outside.
     case uuid
+    /// A request bluetoothd sends to a served characteristic or descriptor (ReadValue,
+    /// WriteValue, AcquireWrite, AcquireNotify): its options, then the offset against a value.
+    case peripheralRequest = "peripheral-request"
 
     /// Runs one input; a broken invariant traps, which libFuzzer reports as a crash.
     public func run(_ data: Data) {
@@ -29,6 +32,29 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .commandChunks: Self.commandChunks(data)
         case .scenario: _ = try? JSONDecoder().decode(Scenario.self, from: data)
         case .uuid: Self.uuid(data)
+        case .peripheralRequest: Self.peripheralRequest(data)
+        }
+    }
+
+    /// The options are the last argument of every request; a write's value is its first.
+    static func peripheralRequest(_ data: Data) {
+        guard let message = try? DBusMessage(wireBytes: data) else { return }
+        let options = PeripheralManager.requestOptions(message.body.last)
+        precondition((0...Int(UInt16.max)).contains(options.offset), "an offset outside ATT's range")
+        if let mtu = options.mtu { precondition((0...Int(UInt16.max)).contains(mtu), "an MTU outside ATT's range") }
+        var bytes = Data()
+        if case .bytes(let value)? = message.body.first { bytes = value }
+        // The served value is the request's own bytes: offsets land inside, at and past its end.
+        if let answer = PeripheralManager.readAnswer(bytes, offset: options.offset) {
+            precondition(answer.count == bytes.count - options.offset && bytes.suffix(answer.count) == answer, "a read answer that is not the value's tail")
+        } else {
+            precondition(options.offset > bytes.count, "a read inside the value refused")
+        }
+        if let written = PeripheralManager.writeResult(bytes, offset: options.offset, bytes: bytes) {
+            precondition(written.count == options.offset + bytes.count && written.prefix(options.offset) == bytes.prefix(options.offset)
+                         && written.suffix(bytes.count) == bytes, "a write that is not the old head and the new bytes")
+        } else {
+            precondition(options.offset > bytes.count, "a write inside the value refused")
         }
     }
 
@@ -94,7 +120,30 @@ extension FuzzTarget {
         case .commandChunks: return [Data([0, 20, 20]) + Data(count: 64), Data([3, 5, 20]) + Data(count: 17), Data([0, 1, 1, 9])]
         case .scenario:
             return [Data(#"{"adapters": [{"name": "hci0", "address": "00:AA:01:00:00:00"}], "temporaryTimeout": 30, "peripherals": [{"address": "C0:FF:EE:00:00:01", "name": "x", "rssi": -50, "mtu": 185, "manufacturerData": {"76": "0102"}, "services": [{"uuid": "180d", "characteristics": [{"uuid": "2a37", "flags": ["read", "notify"], "value": "00"}]}], "rules": [{"on": {"write": "2a37", "prefix": "01"}, "then": [{"notify": "2a37", "value": "02"}]}]}], "faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "abortByLocal", "times": 1}, {"notifications": "C0:FF:EE:00:00:01", "dropEvery": 2}]}"#.utf8)]
+        case .peripheralRequest: return Self.requestSeeds
         case .uuid: return ["180d", "0000180d-0000-1000-8000-00805f9b34fb", "0x2A37", "12345678", "6e400001-b5a3-f393-e0a9-e50e24dcca9e"].map { Data($0.utf8) }
+        }
+    }
+
+    /// ReadValue, WriteValue and AcquireNotify as bluetoothd 5.66 sends them to an app.
+    static var requestSeeds: [Data] {
+        let characteristic: ObjectPath = "/org/blekit/peripheral1/service0/char0"
+        let device = DBusValue.objectPath("/org/bluez/hci0/dev_C0_FF_EE_00_00_01")
+        let read = BlueZShapes.propertyDictionary([("device", device), ("offset", .uint16(2)), ("mtu", .uint16(185)), ("link", .string("LE"))])
+        let write = BlueZShapes.propertyDictionary([("device", device), ("offset", .uint16(1)), ("mtu", .uint16(185)), ("link", .string("LE")),
+                                                    ("type", .string("request"))])
+        let acquire = BlueZShapes.propertyDictionary([("device", device), ("mtu", .uint16(517)), ("link", .string("LE"))])
+        let interface = "org.bluez.GattCharacteristic1"
+        let messages: [DBusMessage] = [
+            .methodCall(destination: ":1.7", path: characteristic, interface: interface, member: "ReadValue", body: [read]),
+            .methodCall(destination: ":1.7", path: characteristic, interface: interface, member: "WriteValue",
+                        body: [.bytes(Data([1, 2, 3, 4])), write]),
+            .methodCall(destination: ":1.7", path: characteristic, interface: interface, member: "AcquireNotify", body: [acquire]),
+        ]
+        return messages.compactMap { message in
+            var numbered = message
+            numbered.serial = 1
+            return try? numbered.wireBytes()
         }
     }
 

@@ -126,24 +126,19 @@ extension PeripheralManager {
         let flags = descriptor.bluezFlags
         return ExportedInterface(BlueZ.GattDescriptor1.interface, methods: [
             ExportedMethod(BlueZ.GattDescriptor1.Method.readValue, in: [Self.optionsArgument], out: [Self.valueArgument]) { call in
-                let offset = Self.requestOptions(call.arguments.first).offset
-                let value = descriptor.value
-                guard offset <= value.count else {
+                guard let answer = Self.readAnswer(descriptor.value, offset: Self.requestOptions(call.arguments.first).offset) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
                 }
-                call.reply([.bytes(Data(value.dropFirst(offset)))])
+                call.reply([.bytes(answer)])
             },
             ExportedMethod(BlueZ.GattDescriptor1.Method.writeValue, in: [Self.valueArgument, Self.optionsArgument]) { call in
                 guard descriptor.permissions.allowsWrite else {
                     return call.fail(name: BlueZ.ErrorName.notPermitted, message: BlueZ.ErrorMessage.writeNotPermitted)
                 }
                 guard case .bytes(let bytes) = call.arguments[0] else { return call.fail(name: BlueZ.ErrorName.invalidArguments, message: BlueZ.ErrorMessage.invalidArguments) }
-                let offset = Self.requestOptions(call.arguments[1]).offset
-                var value = descriptor.value
-                guard offset <= value.count else {
+                guard let value = Self.writeResult(descriptor.value, offset: Self.requestOptions(call.arguments[1]).offset, bytes: bytes) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
                 }
-                value = Data(value.prefix(offset)) + bytes
                 descriptor.value = value
                 call.reply()
             },
@@ -211,7 +206,8 @@ extension PeripheralManager {
     // MARK: Requests
 
     /// The options bluetoothd passes with ReadValue/WriteValue/Acquire*: `{device, offset, mtu, link}`.
-    nonisolated static func requestOptions(_ value: DBusValue?) -> (device: ObjectPath?, offset: Int, mtu: Int?, link: String) {
+    /// Package-visible for the peripheral-request fuzz target.
+    package nonisolated static func requestOptions(_ value: DBusValue?) -> (device: ObjectPath?, offset: Int, mtu: Int?, link: String) {
         guard let value, let map = try? BlueZShapes.propertyMap(value) else { return (nil, 0, nil, "LE") }
         var device: ObjectPath?
         if case .objectPath(let path)? = map[BlueZ.GattCharacteristic1.Option.device] { device = path }
@@ -222,6 +218,18 @@ extension PeripheralManager {
         var link = "LE"
         if case .string(let text)? = map[BlueZ.GattCharacteristic1.Option.link] { link = text }
         return (device, offset, mtu, link)
+    }
+
+    /// What a read at `offset` of a served `value` answers; nil (Invalid Offset) past its end.
+    package nonisolated static func readAnswer(_ value: Data, offset: Int) -> Data? {
+        guard offset >= 0, offset <= value.count else { return nil }
+        return Data(value.dropFirst(offset))
+    }
+
+    /// A served value after a write of `bytes` at `offset`; nil (Invalid Offset) past its end.
+    package nonisolated static func writeResult(_ value: Data, offset: Int, bytes: Data) -> Data? {
+        guard offset >= 0, offset <= value.count else { return nil }
+        return Data(value.prefix(offset)) + bytes
     }
 
     @BleLoop private func central(for options: (device: ObjectPath?, offset: Int, mtu: Int?, link: String)) -> Central {
@@ -236,10 +244,10 @@ extension PeripheralManager {
         let central = central(for: parsed)
         if let value = record.characteristic.value {
             // Static: served without asking the app, as CoreBluetooth does.
-            guard parsed.offset <= value.count else {
+            guard let answer = Self.readAnswer(value, offset: parsed.offset) else {
                 return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
             }
-            return call.reply([.bytes(Data(value.dropFirst(parsed.offset)))])
+            return call.reply([.bytes(answer)])
         }
         let request = ATTRequest(central: central, characteristic: record.characteristic, offset: parsed.offset, value: nil,
                                  mtu: parsed.mtu ?? central.mtu, link: parsed.link, needsResponse: true, isRead: true, call: call)
