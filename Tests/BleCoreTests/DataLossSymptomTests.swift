@@ -246,13 +246,15 @@ struct DataLossSymptomTests {
     // MARK: 10. Deadlines that count queue time
 
     @Test func operationDeadlinesStartWhenTheRequestIsSentNotWhenItIsQueued() async throws {
-        let bench = try await Bench.start { $0.operationTimeout = .milliseconds(1500) }
+        // At the tests' clock both the deadline and the connection interval scale, so that the
+        // queue still lasts twice the deadline and each read still fits in it many times over.
+        let bench = try await Bench.start { $0.operationTimeout = TestTime.scaled(.milliseconds(1500)) }
         defer { bench.tearDown() }
         let peripheral = try await bench.connected()
         let characteristic = bench.characteristic(peripheral, Sample.readWrite)
         // Each read now takes one 100 ms connection interval: 32 in a row take 3.2 s, twice the
         // deadline, while each one is answered well within it.
-        bench.simulator.timing = TimingModel(connectionIntervalMilliseconds: 100, scale: 1)
+        bench.simulator.timing = TimingModel(connectionIntervalMilliseconds: TestTime.scaled(100), scale: 1)
         let mark = bench.recorder.mark
         let reads = 32
         let box = UncheckedBox((peripheral, characteristic))
