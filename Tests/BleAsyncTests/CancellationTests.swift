@@ -45,7 +45,8 @@ struct CancellationTests {
     @Test func cancellingAReadWriteOrDiscovery() async throws {
         // BlueZ cannot recall a sent ReadValue: the cancelled read stays first in BleKit's queue
         // for its characteristic until its operation deadline, and the last read waits behind it.
-        let bench = try await AsyncBench.start(configure: { $0.operationTimeout = .seconds(2) })
+        // The cancel must come before the 2 s deadline runs out: at the tests' clock.
+        let bench = try await AsyncBench.start(configure: { $0.operationTimeout = TestTime.scaled(.seconds(2)) })
         defer { bench.tearDown() }
         let device = try await bench.connected()
         let readWrite = try await bench.characteristic(device, Gadget.readWrite)
@@ -58,7 +59,7 @@ struct CancellationTests {
         #expect(missing.isCancelled)
         try await expectNothingPending(bench)
         // The link is still good afterwards.
-        #expect(try await device.read(for: readWrite, timeout: 20) == Data([0x01]))
+        #expect(try await device.read(for: readWrite, timeout: TestTime.scaled(20)) == Data([0x01]))
     }
 
     @Test func cancellingASubscribeOrANotificationStreamUnsubscribes() async throws {
