@@ -243,6 +243,20 @@ struct DataLossSymptomTests {
         #expect(!bench.central.isScanning)
     }
 
+    /// A StartDiscovery bluetoothd never answers (seen once under ThreadSanitizer's load: a
+    /// scan that heard nothing and said nothing) ends at the call's deadline, reported like a
+    /// refusal.
+    @Test func aStartDiscoveryThatIsNeverAnsweredReachesTheDelegateAtItsDeadline() async throws {
+        let bench = try await Bench.start()
+        defer { bench.tearDown() }
+        bench.simulator.faults.neverReply(to: "StartDiscovery", times: 1)
+        let mark = bench.recorder.mark
+        bench.central.scanForPeripherals(withServices: nil)
+        let event = try await bench.await("scan failure", since: mark) { if case .scanFailed = $0 { return true }; return false }
+        guard case .timeout? = event.error else { Issue.record("the scan ended with \(event)"); return }
+        #expect(!bench.central.isScanning)
+    }
+
     // MARK: 10. Deadlines that count queue time
 
     @Test func operationDeadlinesStartWhenTheRequestIsSentNotWhenItIsQueued() async throws {
