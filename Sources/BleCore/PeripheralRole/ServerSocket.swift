@@ -80,6 +80,12 @@ final class ServerSocket {
         onClose()
     }
 
+    /// Freed without `close()` (its owner dropped it): our end closes with it instead of
+    /// staying open, unseen, until the process exits.
+    isolated deinit {
+        close()
+    }
+
     /// Closes our end (bluetoothd sees the hang-up).
     func close() {
         readWatch?.cancel()
