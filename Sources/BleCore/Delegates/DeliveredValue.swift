@@ -1,3 +1,4 @@
+import BleDBus
 import Foundation
 
 /// The value a callback reports, bound to the callback while it runs.
@@ -16,7 +17,9 @@ struct DeliveredValue: Sendable {
 
     /// The delivered value for `attribute`, when a callback for it is running on this thread.
     static func value(for attribute: AnyObject) -> Data?? {
-        guard let current, current.attribute == ObjectIdentifier(attribute) else { return nil }
+        // On the loop thread none is ever set (callbacks that carry one run on the app's queue):
+        // no task-local lookup there, in the notification handlers that read values.
+        guard !MainLoop.shared.isCurrent, let current, current.attribute == ObjectIdentifier(attribute) else { return nil }
         return .some(current.value)
     }
 }

@@ -56,9 +56,7 @@ public final class Characteristic: @unchecked Sendable {
     /// The latest value read or notified. Inside a `didUpdateValueFor` callback for this
     /// characteristic, on whatever queue, it is that callback's value.
     public var value: Data? {
-        // On the loop thread no delivered value is ever set (callbacks that carry one run on the
-        // app's queue): no task-local lookup there, in the notification handlers that read this.
-        if !MainLoop.shared.isCurrent, let delivered = DeliveredValue.value(for: self) { return delivered }
+        if let delivered = DeliveredValue.value(for: self) { return delivered }
         return LoopBridge.sync { self.cachedValue }
     }
     /// True while notifications or indications are enabled on the current link. Link loss

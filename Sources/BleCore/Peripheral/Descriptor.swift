@@ -26,9 +26,7 @@ public final class Descriptor: @unchecked Sendable {
     /// The last value read; inside a `didUpdateValueFor` callback for this descriptor, that
     /// callback's value.
     public var value: Data? {
-        // On the loop thread no delivered value is ever set (callbacks that carry one run on the
-        // app's queue): no task-local lookup there, in the notification handlers that read this.
-        if !MainLoop.shared.isCurrent, let delivered = DeliveredValue.value(for: self) { return delivered }
+        if let delivered = DeliveredValue.value(for: self) { return delivered }
         return LoopBridge.sync { self.cachedValue }
     }
 }

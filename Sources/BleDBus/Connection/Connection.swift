@@ -210,19 +210,7 @@ public final class Connection {
             body = .failure(error)
         }
         guard retire(call) else { return true }
-        switch call.completion {
-        case .body(let completion):
-            completion(body)
-        case .message(let completion):
-            switch body {
-            case .success(let values):
-                completion(.success(DBusMessage(kind: .methodReturn, serial: dbus_message_get_serial(rawMessage), replySerial: replySerial,
-                                                sender: nil, destination: nil, path: nil, interface: nil, member: nil, errorName: nil,
-                                                signature: nil, body: values, noReplyExpected: true)))
-            case .failure(let error):
-                completion(.failure(error))
-            }
-        }
+        call.completion.deliver(body: body, serial: dbus_message_get_serial(rawMessage), replySerial: replySerial)
         sendQueuedCalls()
         return true
     }
@@ -349,14 +337,6 @@ public final class Connection {
         return id
     }
 
-    /// The reply's body: a switch, not `Result.map(\.body)`, whose key path and closure cost a
-    /// call more than the rest of its completion.
-    private nonisolated static func body(of result: consuming Result<DBusMessage, DBusError>) -> Result<[DBusValue], DBusError> {
-        switch consume result {
-        case .success(let reply): .success(reply.body)
-        case .failure(let error): .failure(error)
-        }
-    }
 
     /// Stops waiting for the reply of call `id` (its completion runs with `.cancelled`; a late
     /// reply is dropped): an operation that already ended another way gives back its slot
@@ -368,10 +348,7 @@ public final class Connection {
     private func start(_ message: consuming DBusMessage, id: UInt64, timeout: Duration?, wantsHeaders: Bool = false,
                        completion: PendingCall.Completion) {
         guard state != .closed else {
-            switch completion {
-            case .message(let completion): completion(.failure(.disconnected))
-            case .body(let completion): completion(.failure(.disconnected))
-            }
+            completion.deliver(.failure(.disconnected))
             return
         }
         let limit = timeout ?? defaultTimeout
@@ -460,10 +437,7 @@ public final class Connection {
 
     private func finish(_ call: PendingCall, with result: Result<DBusMessage, DBusError>) {
         guard retire(call) else { return }
-        switch call.completion {
-        case .message(let completion): completion(result)
-        case .body(let completion): completion(Self.body(of: result))
-        }
+        call.completion.deliver(result)
         sendQueuedCalls()
     }
 

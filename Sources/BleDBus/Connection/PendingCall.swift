@@ -40,3 +40,39 @@ final class PendingCall {
         Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
     }
 }
+
+@BleLoop
+extension PendingCall.Completion {
+    /// Delivers a whole reply or an error: a body completion gets the reply's body.
+    func deliver(_ result: consuming Result<DBusMessage, DBusError>) {
+        switch self {
+        case .message(let completion):
+            completion(result)
+        case .body(let completion):
+            // A switch, not `Result.map(\.body)`, whose key path and closure cost a call more
+            // than the rest of its completion.
+            switch consume result {
+            case .success(let reply): completion(.success(reply.body))
+            case .failure(let error): completion(.failure(error))
+            }
+        }
+    }
+
+    /// Delivers a method return decoded for its body alone: the message is built only for a
+    /// caller that asked for one.
+    func deliver(body: consuming Result<[DBusValue], DBusError>, serial: UInt32, replySerial: UInt32) {
+        switch self {
+        case .body(let completion):
+            completion(body)
+        case .message(let completion):
+            switch consume body {
+            case .success(let values):
+                completion(.success(DBusMessage(kind: .methodReturn, serial: serial, replySerial: replySerial, sender: nil,
+                                                destination: nil, path: nil, interface: nil, member: nil, errorName: nil,
+                                                signature: nil, body: values, noReplyExpected: true)))
+            case .failure(let error):
+                completion(.failure(error))
+            }
+        }
+    }
+}
