@@ -92,4 +92,67 @@ import Testing
             #expect(reply == [.objectPath("/targets/0"), .string("Where"), .uint32(number)])
         }
     }
+
+    /// Exports `/echo` with `Echo(ay, a{sv}, s, ay) -> (ay, a{sv}, s, ay)`, which answers its
+    /// arguments as they arrived.
+    static func exportEcho(on server: Connection) {
+        let arguments = [ArgumentDescription("first", .array(.byte)), ArgumentDescription("options", .dictionary(key: .string, value: .variant)),
+                         ArgumentDescription("note", .string), ArgumentDescription("second", .array(.byte))]
+        server.objects.register("/echo", interfaces: [ExportedInterface(interface, methods: [
+            ExportedMethod("Echo", in: arguments, out: arguments) { call in call.reply(call.arguments) },
+        ])])
+    }
+
+    static func echoArguments(first: Data, second: Data, note: String, type: String) -> [DBusValue] {
+        [.bytes(first), .dictionary(key: .string, value: .variant, [DBusDictionaryEntry(key: .string("type"), value: .variant(.string(type)))]),
+         .string(note), .bytes(second)]
+    }
+
+    /// Complete calls are copied from a template with the new bytes written over the old:
+    /// each call must carry its own bytes, and a call whose other arguments differ (or whose
+    /// arrays have other lengths) must not reuse a template built for different arguments.
+    @Test func repeatedCallsWithNewBytesOrOtherArgumentsEachCarryExactlyTheirOwn() async throws {
+        let bus = try await startPrivateBus()
+        defer { bus.stop() }
+        let (client, server) = try await openPair(bus)
+        Self.exportEcho(on: server)
+        var generator = SystemRandomNumberGenerator()
+        let lengths = [4, 4, 0, 20, 4, 512, 1, 4]
+        for step in 0..<64 {
+            let first = Data((0..<lengths[step % lengths.count]).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let second = Data((0..<lengths[(step / 3) % lengths.count]).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let note = step % 5 == 0 ? "rare \(step)" : "usual"
+            let type = step % 7 == 0 ? "command" : "request"
+            let arguments = Self.echoArguments(first: first, second: second, note: note, type: type)
+            let reply = try await client.call(destination: server.uniqueName, path: "/echo", interface: Self.interface,
+                                              member: "Echo", arguments: arguments)
+            #expect(reply == arguments, "call \(step)")
+        }
+    }
+
+    /// Fifty calls copied from one complete template before the first reply: each copy has a
+    /// body of its own, so none shows another's bytes.
+    @Test func concurrentCopiesOfOneCompleteCallKeepTheirOwnBytes() async throws {
+        let bus = try await startPrivateBus()
+        defer { bus.stop() }
+        let (client, server) = try await openPair(bus)
+        Self.exportEcho(on: server)
+        let answers = Mailbox<(UInt8, Result<[DBusValue], DBusError>)>("replies")
+        let arguments: (UInt8) -> [DBusValue] = { number in
+            Self.echoArguments(first: Data([number, 0xA5, number, 0x5A]), second: Data([0xFF - number]), note: "usual", type: "request")
+        }
+        for number in UInt8(1)...50 {
+            client.callAtOnce(destination: server.uniqueName, path: "/echo", interface: Self.interface, member: "Echo",
+                              arguments: arguments(number)) { answers.post((number, $0)) }
+        }
+        var replies: [UInt8: [DBusValue]] = [:]
+        for _ in 0..<50 {
+            let (number, result) = try await answers.next()
+            replies[number] = try result.get()
+        }
+        #expect(replies.count == 50)
+        for (number, reply) in replies {
+            #expect(reply == arguments(number), "call \(number)")
+        }
+    }
 }

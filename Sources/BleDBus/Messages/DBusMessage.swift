@@ -163,13 +163,42 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         try makeRaw(names: &names, methodCall: MessageTemplates.newMethodCall)
     }
 
-    /// As `makeRaw(names:)`, a method call's header copied from `templates` (see
-    /// `MessageTemplates`).
+    /// As `makeRaw(names:)`, a method call copied from `templates` (see `MessageTemplates`):
+    /// whole when an earlier call had these arguments, else its header, and the call built is
+    /// kept for the next.
     func makeRaw(names: inout ValidatedNames, templates: inout MessageTemplates) throws(DBusError) -> OpaquePointer {
+        guard kind == .methodCall, let path, let member else { return try makeRaw(names: &names) }
+        // A template's names were checked when it was built, and a lookup matches them exactly.
         let noReply = noReplyExpected
-        return try makeRaw(names: &names) { destination, path, interface, member in
-            templates.methodCall(destination: destination, path: path, interface: interface, member: member, noReply: noReply)
+        let lookup = templates.lookUp(destination: destination, path: path, interface: interface, member: member,
+                                      noReply: noReply, body: body)
+        var slot: Int?
+        let raw: OpaquePointer
+        switch lookup {
+        case .complete(let complete): return complete
+        case .outOfMemory: throw .outOfMemory
+        case .header(let header, let headerSlot):
+            slot = headerSlot
+            var handedOver = false
+            do {
+                raw = try makeRaw(names: &names) { _, _, _, _ in
+                    handedOver = true
+                    return header
+                }
+            } catch {
+                if !handedOver { dbus_message_unref(header) }
+                throw error
+            }
+        case .absent:
+            raw = try makeRaw(names: &names) { destination, path, interface, member in
+                guard let (header, newSlot) = templates.insert(destination: destination, path: path, interface: interface,
+                                                               member: member, noReply: noReply) else { return nil }
+                slot = newSlot
+                return header
+            }
         }
+        if let slot { templates.keep(raw, of: body, in: slot) }
+        return raw
     }
 
     private func makeRaw(names: inout ValidatedNames,
