@@ -50,9 +50,13 @@ enum OutsidePeerScenarios {
         let central = try await context.central { $0.servicesResolvedGrace = .seconds(15) }
         let peripheral = try await context.discoverPeer(central, services: nil, name: "TestAdvertisement")
         try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
-        try await context.resolve(peripheral, recording: [BluetoothUUID(UInt16(0x180D)), BluetoothUUID(UInt16(0x180F)),
-                                                          BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")],
-                                  requiring: [BluetoothUUID(UInt16(0x180D)), BluetoothUUID(UInt16(0x180F))])
+        // All three of the application's services are required: after a scenario that served
+        // other GATT at this address, bluetoothd 5.66 under software emulation reported
+        // ServicesResolved with the heart rate and battery services and added the test service
+        // later (seen once in 24 scenarios; the scenario then failed on the missing service).
+        let exampleServices = [BluetoothUUID(UInt16(0x180D)), BluetoothUUID(UInt16(0x180F)),
+                               BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")]
+        try await context.resolve(peripheral, recording: exampleServices, requiring: exampleServices)
         let battery = try context.characteristic(peripheral, BluetoothUUID(UInt16(0x2A19)), in: BluetoothUUID(UInt16(0x180F)))
         let level = try await context.read(peripheral, battery).get()
         try context.expect(level.count == 1 && level[level.startIndex] <= 100, "battery level \(ProbeEvent.hex(level))")
