@@ -62,6 +62,25 @@ import Testing
         #expect(stack.engine.pendingCommandCount == 0)
     }
 
+    /// The engine's one deadline timer stays armed for an ended command's deadline: when it
+    /// fires during a later command with a longer timeout, that command must run on to its own.
+    @Test func aLaterCommandWithALongerTimeoutIsNotEndedAtTheEarlierCommandsDeadline() async throws {
+        let stack = try await DSLStack.start()
+        defer { stack.tearDown() }
+        try await stack.connect()
+        // The first command turns notifications on, which takes longer than an echo.
+        _ = try await stack.run(EchoCommand(cmdData: Data([0x02, 0x00]), timeOutInterval: 30))
+        let answered = try await stack.run(EchoCommand(cmdData: Data([0x02, 0x01]), timeOutInterval: 0.6))
+        try #require(answered.value == [Data([0x02, 0x01])], "the short command was not answered in time")
+        let started = ContinuousClock.now
+        let silent = try await stack.run(EchoCommand(cmdData: Data([0x03]), timeOutInterval: 2))
+        let waited = ContinuousClock.now - started
+        #expect(silent.error as? PeripheralCommandError == .timeout(seconds: 2))
+        // A lower bound only: a loaded machine can make it later, never earlier.
+        #expect(waited >= .milliseconds(1_950), "timed out after \(waited)")
+        #expect(stack.engine.pendingCommandCount == 0)
+    }
+
     @Test func packetsFromAnotherCharacteristicAreIgnored() async throws {
         let stack = try await DSLStack.start()
         defer { stack.tearDown() }

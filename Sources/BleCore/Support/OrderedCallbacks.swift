@@ -11,6 +11,14 @@ package enum InlineCall {
         defer { depth -= 1 }
         body()
     }
+
+    /// Runs `function(argument)` as an inline call: a named function, not a closure, on the
+    /// hot paths (see `BleLoop.assumeIsolated(_:with:)`).
+    @BleLoop package static func run<Argument>(_ function: @BleLoop (Argument) -> Void, with argument: Argument) {
+        depth += 1
+        defer { depth -= 1 }
+        function(argument)
+    }
 }
 
 /// Runs loop callbacks in order, at once when possible, and never from inside an inline call.

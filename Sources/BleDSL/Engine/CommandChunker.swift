@@ -12,6 +12,8 @@ package enum CommandChunker {
             let length = lengths.currentLength()
             guard length > 0 else { return .failure(.invalidChunkLength(length)) }
             if length > maximum, rest.count > maximum { return .failure(.chunkTooLong(length: length, maximum: maximum)) }
+            // The common command fits in one packet: it goes as it is, without slicing or a copy.
+            if chunks.isEmpty, length >= rest.count { return .success([data]) }
             chunks.append(Data(rest.prefix(length)))
             rest = rest.dropFirst(length)
         }

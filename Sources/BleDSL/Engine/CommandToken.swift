@@ -6,15 +6,21 @@ import BleRuntime
 /// starts; a stream stops listening). Safe from any thread, more than once.
 public final class CommandToken: @unchecked Sendable, Hashable {
     let id: UInt64
-    private let cancelAction: @Sendable (UInt64) -> Void
+    /// Weak: a token kept after its engine is gone cancels nothing. Set once, in `init`; a weak
+    /// reference is safe to read from any thread.
+    private weak var engine: Engine?
 
-    init(id: UInt64, cancel: @escaping @Sendable (UInt64) -> Void) {
+    init(id: UInt64, engine: Engine) {
         self.id = id
-        self.cancelAction = cancel
+        self.engine = engine
     }
 
     /// Ends the command with `.cancelled` (no effect once it has finished).
-    public func cancel() { cancelAction(id) }
+    public func cancel() {
+        guard let engine else { return }
+        let id = id
+        LoopHop.run { engine.cancel(id: id) }
+    }
 
     /// Identity.
     public static func == (lhs: CommandToken, rhs: CommandToken) -> Bool { lhs.id == rhs.id }

@@ -85,11 +85,17 @@ extension PeripheralDevice {
         @discardableResult
         open func executable(option: PeripheralOperationCommand, completion: Completion? = nil) -> CommandToken {
             let token = engine.makeToken()
-            let box = UncheckedSendable((option, completion, peripheral, writeCharacteristic, readCharacteristic, missingAttribute))
-            LoopHop.run { [engine] in
-                let (option, completion, peripheral, write, read, missing) = box.value
-                engine.enqueue(id: token.id, option: option, completion: completion,
-                               peripheral: peripheral, write: write, read: read, missing: missing)
+            // One look at the shared state: the four attributes as they are now, together.
+            let request = state.withLock { shared in
+                CommandRequest(id: token.id, option: option, completion: completion, peripheral: shared.peripheral,
+                               write: shared.writeCharacteristic, read: shared.readCharacteristic, missing: shared.missing)
+            }
+            if MainLoop.shared.isCurrent {
+                // Issued on the loop (from a callback, or the previous command's completion): into
+                // the engine at once, with no closure to allocate.
+                BleLoop.assumeIsolated(Engine.enqueueInline, with: (engine, request))
+            } else {
+                LoopHop.run { [engine] in engine.enqueue(request) }
             }
             return token
         }
@@ -159,6 +165,18 @@ extension PeripheralDevice {
         /// Number of commands queued or running (streams excluded), for diagnostics and tests.
         @BleLoop public var pendingCommandCount: Int { engine.pendingCount }
     }
+}
+
+/// A command on its way to the loop, where it is used exclusively: its option, completion and
+/// the attributes it was issued for.
+struct CommandRequest: @unchecked Sendable {
+    let id: UInt64
+    let option: PeripheralOperationCommand
+    let completion: PeripheralDevice.DeviceCharacteristicValue.Completion?
+    let peripheral: Peripheral?
+    let write: BleCore.Characteristic?
+    let read: BleCore.Characteristic?
+    let missing: MissingAttribute?
 }
 
 /// A read command on its way to the loop, where it is used exclusively.

@@ -31,7 +31,6 @@ final class Engine: PeripheralLoopObserver {
         let write: Characteristic
         let read: Characteristic
         var state: CommandState = .queued
-        var timer: LoopTimer?
         var writeType: CharacteristicWriteType = .withResponse
         /// The response characteristic's notifications were off at the start: nothing is
         /// written until they are on, or the answer could come before the subscription and be lost.
@@ -58,6 +57,8 @@ final class Engine: PeripheralLoopObserver {
     private var running: Command?
     private var streams: [Command] = []
     private var cancelledBeforeStart: Set<UInt64> = []
+    /// The running command's deadline (the only command that has one).
+    private var deadline = CommandDeadline()
 
     nonisolated init() {}
 
@@ -73,25 +74,29 @@ final class Engine: PeripheralLoopObserver {
             defer { value += 1 }
             return value
         }
-        return CommandToken(id: id) { [weak self] id in
-            LoopHop.run { self?.cancel(id: id) }
-        }
+        return CommandToken(id: id, engine: self)
     }
 
     var pendingCount: Int { queue.count + (running == nil ? 0 : 1) }
 
-    func enqueue(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
-                 peripheral: Peripheral?, write: Characteristic?, read: Characteristic?, missing: MissingAttribute? = nil) {
-        if cancelledBeforeStart.remove(id) != nil {
-            report(completion, .failure(PeripheralCommandError.cancelled))
+    /// `enqueue` as an inline call (see `InlineCall`): for a command issued on the loop thread.
+    static func enqueueInline(_ target: (engine: Engine, request: CommandRequest)) {
+        InlineCall.run(target.engine.enqueue, with: target.request)
+    }
+
+    func enqueue(_ request: CommandRequest) {
+        if cancelledBeforeStart.remove(request.id) != nil {
+            report(request.completion, .failure(PeripheralCommandError.cancelled))
             return
         }
-        guard let peripheral, let write, let read else {
+        guard let peripheral = request.peripheral, let write = request.write, let read = request.read else {
             // Discovery finished without the characteristic: say which one, not "not ready".
-            report(completion, .failure(missing.map(PeripheralCommandError.attributeNotFound) ?? PeripheralCommandError.characteristicsNotReady))
+            report(request.completion,
+                   .failure(request.missing.map(PeripheralCommandError.attributeNotFound) ?? PeripheralCommandError.characteristicsNotReady))
             return
         }
-        queue.append(Command(id: id, option: option, completion: completion, peripheral: peripheral, write: write, read: read))
+        queue.append(Command(id: request.id, option: request.option, completion: request.completion, peripheral: peripheral,
+                             write: write, read: read))
         startNextIfIdle()
     }
 
@@ -305,8 +310,7 @@ final class Engine: PeripheralLoopObserver {
             if command.state.isActive { restartTimer(command) }
         case .longConnection(let data):
             if command.state.isActive {
-                command.timer?.cancel()
-                command.timer = nil
+                deadline.clear()
                 command.state = .streaming(buffer: [])
                 if running === command {
                     running = nil
@@ -321,13 +325,28 @@ final class Engine: PeripheralLoopObserver {
         }
     }
 
+    /// Restarts the deadline of `command`, the running one (only an active command restarts it).
     private func restartTimer(_ command: Command) {
-        command.timer?.cancel()
-        let seconds = command.option.timeOutInterval
-        guard seconds > 0 else { return }
-        command.timer = LoopTimer.scheduled(after: .milliseconds(Int64(seconds * 1000))) { [weak self, weak command] in
-            guard let self, let command, command.state.isActive else { return }
-            self.end(command, .failure(PeripheralCommandError.timeout(seconds: seconds)))
+        guard let instant = deadline.restart(seconds: command.option.timeOutInterval, now: MonotonicTime.now) else { return }
+        armDeadlineTimer(for: instant)
+    }
+
+    private func armDeadlineTimer(for instant: Int) {
+        let timer = LoopTimer.scheduled(after: .microseconds(max(0, instant - MonotonicTime.now))) { [weak self] in
+            self?.deadlinePassed()
+        }
+        deadline.armed(timer, for: instant)
+    }
+
+    private func deadlinePassed() {
+        switch deadline.fired(now: MonotonicTime.now) {
+        case .idle:
+            return
+        case .rearm(let instant):
+            armDeadlineTimer(for: instant)
+        case .expired(let seconds):
+            guard let command = running, command.state.isActive else { return }
+            end(command, .failure(PeripheralCommandError.timeout(seconds: seconds)))
         }
     }
 
@@ -335,9 +354,10 @@ final class Engine: PeripheralLoopObserver {
     private func end(_ command: Command, _ result: Result<[Data], Error>) {
         if case .finished = command.state { return }
         command.state = .finished
-        command.timer?.cancel()
-        command.timer = nil
-        if running === command { running = nil }
+        if running === command {
+            running = nil
+            deadline.clear()
+        }
         queue.removeAll { $0 === command }
         streams.removeAll { $0 === command }
         report(command.completion, result)
