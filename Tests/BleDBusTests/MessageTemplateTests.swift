@@ -34,6 +34,17 @@ import Testing
         }
     }
 
+    /// Waits for `count` numbered replies and returns their bodies by number.
+    static func collect<Number: Hashable & Sendable>(_ count: Int, from answers: Mailbox<(Number, Result<[DBusValue], DBusError>)>)
+        async throws -> [Number: [DBusValue]] {
+        var replies: [Number: [DBusValue]] = [:]
+        for _ in 0..<count {
+            let (number, result) = try await answers.next()
+            replies[number] = try result.get()
+        }
+        return replies
+    }
+
     @Test func interleavedCallsToMoreTargetsThanTheCacheHoldsEachReachTheirOwn() async throws {
         let bus = try await startPrivateBus()
         defer { bus.stop() }
@@ -82,11 +93,7 @@ import Testing
             client.callAtOnce(destination: server.uniqueName, path: "/targets/0", interface: Self.interface, member: "Where",
                               arguments: [.uint32(number)]) { answers.post((number, $0)) }
         }
-        var replies: [UInt32: [DBusValue]] = [:]
-        for _ in 0..<50 {
-            let (number, result) = try await answers.next()
-            replies[number] = try result.get()
-        }
+        let replies = try await Self.collect(50, from: answers)
         #expect(replies.count == 50)
         for (number, reply) in replies {
             #expect(reply == [.objectPath("/targets/0"), .string("Where"), .uint32(number)])
@@ -145,11 +152,7 @@ import Testing
             client.callAtOnce(destination: server.uniqueName, path: "/echo", interface: Self.interface, member: "Echo",
                               arguments: arguments(number)) { answers.post((number, $0)) }
         }
-        var replies: [UInt8: [DBusValue]] = [:]
-        for _ in 0..<50 {
-            let (number, result) = try await answers.next()
-            replies[number] = try result.get()
-        }
+        let replies = try await Self.collect(50, from: answers)
         #expect(replies.count == 50)
         for (number, reply) in replies {
             #expect(reply == arguments(number), "call \(number)")
