@@ -45,9 +45,9 @@ extension CentralManager {
                 if BlueZ.LEAdvertisingManager1.activeInstances.isPresent(in: changed) { warnIfScanningOnAdvertisingAdapter() }
             case BlueZ.adapter where path == adapterPath:
                 if BlueZ.Adapter1.powered.isPresent(in: changed) || BlueZ.Adapter1.powerState.isPresent(in: changed) { updateStateFromAdapter() }
-                if changed[BlueZ.Adapter1.discovering] == false, discoveryActive, scan != nil, currentState == .poweredOn {
+                if changed[BlueZ.Adapter1.discovering] == false, discovery == .running, scan != nil, currentState == .poweredOn {
                     // Another client or a power cycle ended discovery; our request still stands.
-                    discoveryActive = false
+                    discovery = .idle
                     beginDiscovery()
                 }
             case BlueZ.device:
@@ -130,7 +130,7 @@ extension CentralManager {
         setState(powered ? .poweredOn : .poweredOff)
         if powered, previous != .poweredOn, scan != nil { beginDiscovery() }
         if !powered, previous == .poweredOn {
-            discoveryActive = false
+            discovery = .idle
             for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
         }
     }
@@ -138,7 +138,7 @@ extension CentralManager {
     /// bluetoothd left: fail everything, report disconnections, wait for its return.
     @BleLoop func daemonLost(error: BleError) {
         for path in Array(removalWaiters.keys) { deviceObjectRemoved(path) }
-        discoveryActive = false
+        discovery = .idle
         adapterPath = nil
         // The new daemon's devices are new objects: report them again when the scan resumes.
         scan?.reported.removeAll()

@@ -13,7 +13,7 @@ extension CentralManager {
             return
         }
         warnIfScanningOnAdvertisingAdapter()
-        if restart && discoveryActive {
+        if restart && discovery.hasSession {
             setDiscoveryFilter()
         } else {
             beginDiscovery()
@@ -45,8 +45,10 @@ extension CentralManager {
     }
 
     @BleLoop func beginDiscovery() {
-        guard let adapterPath, scan != nil, !discoveryActive else { return }
-        discoveryActive = true
+        // While our StopDiscovery is pending, bluetoothd still counts the old session and would
+        // refuse a start with InProgress, then end discovery: the stop's reply starts it again.
+        guard let adapterPath, scan != nil, discovery == .idle else { return }
+        discovery = .starting
         setDiscoveryFilter { [weak self] in
             guard let self, self.scan != nil, self.adapterPath == adapterPath else { return }
             self.callBlueZ(adapterPath, BlueZ.adapter, "StartDiscovery") { [weak self] result in
@@ -54,14 +56,15 @@ extension CentralManager {
                 switch result {
                 case .success, .failure(.inProgress):
                     // InProgress: this client already has a session on the adapter (bleak #859).
+                    if self.discovery == .starting { self.discovery = .running }
                     BleLog.info("discovery started on \(adapterPath)")
                 case .failure(.notReady):
                     // The adapter went off on the way: the request stands and resumes at poweredOn.
                     BleLog.info("StartDiscovery: adapter not ready; the scan resumes when it is powered on")
-                    self.discoveryActive = false
+                    if self.discovery == .starting { self.discovery = .idle }
                 case .failure(let error):
                     BleLog.warning("StartDiscovery failed: \(error)")
-                    self.discoveryActive = false
+                    if self.discovery == .starting { self.discovery = .idle }
                     self.scan = nil
                     self.emit { $0.centralManager(self, didFailToScan: error) }
                 }
@@ -71,9 +74,14 @@ extension CentralManager {
 
     @BleLoop func endScan() {
         scan = nil
-        guard discoveryActive, let adapterPath else { return }
-        discoveryActive = false
-        callBlueZ(adapterPath, BlueZ.adapter, "StopDiscovery") { result in
+        guard discovery.hasSession, let adapterPath else { return }
+        discovery = .stopping
+        callBlueZ(adapterPath, BlueZ.adapter, "StopDiscovery") { [weak self] result in
+            if let self, self.discovery == .stopping {
+                self.discovery = .idle
+                // A scan asked for while the stop was on its way starts now.
+                if self.scan != nil, self.currentState == .poweredOn, self.adapterPath == adapterPath { self.beginDiscovery() }
+            }
             switch result {
             case .success, .failure(.notReady), .failure(.failed), .failure(.bluetoothRestarted), .failure(.noBus):
                 // NotReady: the adapter went off, discovery is over anyway (HA #83673). No bus:

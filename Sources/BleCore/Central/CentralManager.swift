@@ -44,7 +44,8 @@ public final class CentralManager: @unchecked Sendable {
     @BleLoop var currentStateError: BleError?
     @BleLoop var peripheralsByAddress: [String: Peripheral] = [:]
     @BleLoop var scan: ScanRequest?
-    @BleLoop var discoveryActive = false
+    /// This client's discovery session on the adapter (see `DiscoveryPhase`).
+    @BleLoop var discovery = DiscoveryPhase.idle
     @BleLoop var restoredOnce = false
     @BleLoop var closed = false
     /// `removeBond` completions waiting for their device object to go (bluetoothd replies to

@@ -34,6 +34,9 @@ public final class SimAdapter {
     private var powerChangeInFlight = false
     /// Discovery sessions and filters by client unique name.
     private var sessions: [String: DiscoveryFilter] = [:]
+    /// Clients whose StopDiscovery waits for a slow controller (`FaultInjector.slowDiscoveryStop`):
+    /// still in `sessions` until it completes, as in bluetoothd 5.66's `discovery_stop`.
+    private var stoppingSessions: Set<String> = []
     /// Filters set before a client's StartDiscovery.
     private var pendingFilters: [String: DiscoveryFilter] = [:]
     private var exported = false
@@ -247,6 +250,20 @@ public final class SimAdapter {
 
     private func stopDiscovery(_ call: IncomingCall) {
         guard powered else { return BlueZError.notReady(call) }
+        guard !stoppingSessions.contains(call.sender) else {
+            return BlueZError.inProgress(call, BlueZ.ErrorMessage.operationAlreadyInProgress)
+        }
+        if sessions.count == 1, sessions[call.sender] != nil, let delay = simulator.faults.discoveryStopDelay() {
+            // The last session, on a slow controller: answered when the controller confirms.
+            let sender = call.sender
+            stoppingSessions.insert(sender)
+            simulator.clock.after(.milliseconds(delay)) { [weak self] in
+                call.reply()
+                guard let self, self.stoppingSessions.remove(sender) != nil else { return }
+                if self.sessions.removeValue(forKey: sender) != nil, self.sessions.isEmpty { self.endDiscovery() }
+            }
+            return
+        }
         guard sessions.removeValue(forKey: call.sender) != nil else { return BlueZError.failed(call, BlueZ.ErrorMessage.noDiscoveryStarted) }
         call.reply()
         if sessions.isEmpty { endDiscovery() }
@@ -259,6 +276,7 @@ public final class SimAdapter {
 
     func clientLeft(_ client: String) {
         pendingFilters.removeValue(forKey: client)
+        stoppingSessions.remove(client)
         if sessions.removeValue(forKey: client) != nil, sessions.isEmpty { endDiscovery() }
         for device in devices.values { device.clientLeft(client) }
         peripheralRole.clientLeft(client)

@@ -62,6 +62,7 @@ public final class FaultInjector {
     private var deniedClients: Set<String> = []
     private var earlyResolution: [String: Counted<Double>] = [:]
     private var missedConnected: [String: Counted<Void>] = [:]
+    private var slowDiscoveryStops: Counted<Double>?
     private var denyEveryone = false
 
     init() {}
@@ -102,6 +103,14 @@ public final class FaultInjector {
         missedConnected[address.uppercased()] = Counted(value: (), remaining: times)
     }
 
+    /// Makes the controller take `milliseconds` to confirm the next `times` stops of the last
+    /// discovery session, as bluetoothd 5.66 waits for MGMT Stop Discovery before it answers
+    /// `StopDiscovery`: meanwhile the client still counts as discovering, so its
+    /// `StartDiscovery` is refused with InProgress, and the stop then ends discovery.
+    public func slowDiscoveryStop(milliseconds: Double, times: Int? = 1) {
+        slowDiscoveryStops = Counted(value: milliseconds, remaining: times)
+    }
+
     /// Makes the simulator never answer the next `times` calls of `member` (e.g. `ReadValue`).
     public func neverReply(to member: String, times: Int? = 1) {
         silentMethods[member] = Counted(value: (), remaining: times)
@@ -134,6 +143,7 @@ public final class FaultInjector {
         failedMethods.removeAll()
         deniedClients.removeAll()
         earlyResolution.removeAll()
+        slowDiscoveryStops = nil
         missedConnected.removeAll()
         denyEveryone = false
     }
@@ -170,6 +180,7 @@ public final class FaultInjector {
     }
 
     func servicesResolvedEarly(address: String) -> Double? { earlyResolution[address.uppercased()]?.take() }
+    func discoveryStopDelay() -> Double? { slowDiscoveryStops?.take() }
 
     func missesConnectedAnnouncement(address: String) -> Bool { missedConnected[address.uppercased()]?.take() != nil }
 
