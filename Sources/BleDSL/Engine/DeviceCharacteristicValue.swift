@@ -169,6 +169,10 @@ extension PeripheralDevice {
 
 /// A command on its way to the loop, where it is used exclusively: its option, completion and
 /// the attributes it was issued for.
+///
+/// Unchecked because FXBlueTooth's shapes are not `Sendable`: `PeripheralOperationCommand` is
+/// the app's own protocol and `Completion` a plain closure, and ported code must compile as it
+/// is. The request is handed to the loop once and never touched by the issuing thread again.
 struct CommandRequest: @unchecked Sendable {
     let id: UInt64
     let option: PeripheralOperationCommand
