@@ -95,7 +95,8 @@ extension PeripheralDevice {
                 // the engine at once, with no closure to allocate.
                 BleLoop.assumeIsolated(Engine.enqueueInline, with: (engine, request))
             } else {
-                LoopHop.run { [engine] in engine.enqueue(request) }
+                let box = UncheckedSendable(request)
+                LoopHop.run { [engine] in engine.enqueue(box.value) }
             }
             return token
         }
@@ -167,13 +168,10 @@ extension PeripheralDevice {
     }
 }
 
-/// A command on its way to the loop, where it is used exclusively: its option, completion and
-/// the attributes it was issued for.
-///
-/// Unchecked because FXBlueTooth's shapes are not `Sendable`: `PeripheralOperationCommand` is
-/// the app's own protocol and `Completion` a plain closure, and ported code must compile as it
-/// is. The request is handed to the loop once and never touched by the issuing thread again.
-struct CommandRequest: @unchecked Sendable {
+/// A command on its way to the loop: its option, completion and the attributes it was issued
+/// for. Not `Sendable` (FXBlueTooth's option and completion are not): it crosses to the loop in
+/// `UncheckedSendable`, once, and is used only there.
+struct CommandRequest {
     let id: UInt64
     let option: PeripheralOperationCommand
     let completion: PeripheralDevice.DeviceCharacteristicValue.Completion?
