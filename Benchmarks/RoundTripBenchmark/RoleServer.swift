@@ -71,7 +71,7 @@ final class RoleServer: @preconcurrency PeripheralManagerDelegate {
         peripheral.add(service)
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
         if let error { return report("adding the service failed: \(error)") }
         registration = peripheral.startAdvertising(Advertisement(localName: "RoleBench", serviceUUIDs: [service.uuid]))
     }

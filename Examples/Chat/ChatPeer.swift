@@ -189,7 +189,7 @@ final class ChatPeer: CBCentralManagerDelegate, CBPeripheralDelegate, CBPeripher
         peripheral.add(service)
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, didAdd service: CBMutableService, error: Error?) {
+    func peripheralManager(_ peripheral: CBPeripheralManager, didAdd service: CBService, error: Error?) {
         if let error { log.step("powered on", passed: false, "could not add the chat service: \(error)"); return finished.signal() }
         ready.server = true
         if ready.central { bothPoweredOn() }
@@ -199,7 +199,7 @@ final class ChatPeer: CBCentralManagerDelegate, CBPeripheralDelegate, CBPeripher
         if let error { log.note("advertising failed: \(error)") }
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBMutableCharacteristic) {
+    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
         guard characteristic.uuid == ChatFrame.send, link == nil, remote == nil else { return }
         stopSearching()
         subscriber = central

@@ -41,7 +41,7 @@ final class LEDPeripheral: CBPeripheralManagerDelegate, @unchecked Sendable {
         peripheral.add(service)
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, didAdd service: CBMutableService, error: Error?) {
+    func peripheralManager(_ peripheral: CBPeripheralManager, didAdd service: CBService, error: Error?) {
         log.step("service added", passed: error == nil, error.map { "\($0)" } ?? "LED service \(service.uuid)")
         guard error == nil else { return finished.signal() }
         peripheral.startAdvertising([CBAdvertisementDataLocalNameKey: LEDProtocol.name, CBAdvertisementDataServiceUUIDsKey: [LEDProtocol.service]])
@@ -83,7 +83,7 @@ final class LEDPeripheral: CBPeripheralManagerDelegate, @unchecked Sendable {
         }
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBMutableCharacteristic) {
+    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
         log.note("\(central.address) subscribed to the LED state")
     }
 }

@@ -125,7 +125,7 @@ extension PeripheralRoleHub: @preconcurrency PeripheralManagerDelegate {
         }
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
         for call in addWaiters[ObjectIdentifier(service)]?.values.map({ $0 }) ?? [] {
             if let error { call.fail(AsyncBleClientError.operationFailed(.peripheralRole, BleError.wrapping(error))) } else { call.succeed(()) }
         }
@@ -141,11 +141,15 @@ extension PeripheralRoleHub: @preconcurrency PeripheralManagerDelegate {
         for id in requestSubscribers.keys.sorted() { requestSubscribers[id]?.yield(.write(requests)) }
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {
-        for continuation in subscriptionSubscribers.values { continuation.yield(.subscribed(central, characteristic)) }
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+        // The manager only ever reports the characteristics it serves, which are mutable.
+        guard let served = characteristic as? MutableCharacteristic else { return }
+        for continuation in subscriptionSubscribers.values { continuation.yield(.subscribed(central, served)) }
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {
-        for continuation in subscriptionSubscribers.values { continuation.yield(.unsubscribed(central, characteristic)) }
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
+        // The manager only ever reports the characteristics it serves, which are mutable.
+        guard let served = characteristic as? MutableCharacteristic else { return }
+        for continuation in subscriptionSubscribers.values { continuation.yield(.unsubscribed(central, served)) }
     }
 }

@@ -48,16 +48,16 @@ final class ServedRecorder: PeripheralManagerDelegate, Sendable {
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
         BleLoop.assumeIsolated { events.append("state \(peripheral.currentState)") }
     }
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
         record("added \(service.uuid) \(error.map { "\($0)" } ?? "ok")")
     }
     func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?) {
         record("advertising \(error.map { "\($0)" } ?? "ok")")
     }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
         record("subscribed \(characteristic.uuid)")
     }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
         record("unsubscribed \(characteristic.uuid)")
     }
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) { record("ready") }

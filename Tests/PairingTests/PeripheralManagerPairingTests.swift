@@ -16,7 +16,7 @@ struct PeripheralManagerPairingTests {
         func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
             BleLoop.assumeIsolated { events.append("state \(peripheral.state)") }
         }
-        func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {
+        func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
             BleLoop.assumeIsolated { events.append("added \(error.map { "\($0)" } ?? "ok")") }
         }
         func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?) {

@@ -30,16 +30,16 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     private func record(_ text: String) { BleLoop.assumeIsolated { events.append(text) } }
 
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) { record("state \(peripheral.state)") }
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
         record("added \(service.uuid) \(error.map { "\($0)" } ?? "ok")")
     }
     func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?) {
         record("advertising \(error.map { "\($0)" } ?? "ok")")
     }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
         record("subscribed \(characteristic.uuid) \(central.address)")
     }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
         record("unsubscribed \(characteristic.uuid)")
     }
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
@@ -63,7 +63,7 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) {
         record("advertisement \(registration.state)")
     }
-    func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: MutableCharacteristic) {
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: Characteristic) {
         record("confirmed \(characteristic.uuid)")
     }
 }

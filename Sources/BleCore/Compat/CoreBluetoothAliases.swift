@@ -1,6 +1,8 @@
 // CoreBluetooth spellings, so iOS code ports by changing its imports. They exist for that only;
 // new code should use the BleKit names.
 
+import Foundation
+
 /// CoreBluetooth's `CBUUID`, here ``BluetoothUUID``: `CBUUID(string:)` and the 16- and 32-bit
 /// short forms port unchanged, and bad text gives nil instead of trapping.
 public typealias CBUUID = BluetoothUUID
@@ -39,3 +41,13 @@ public typealias CBPeripheralDelegate = PeripheralDelegate
 /// CoreBluetooth's `CBATTError`, here ``AttError``: the ATT error code parsed from BlueZ's error
 /// text, so code that switches on `CBATTError` cases keeps working.
 public typealias CBATTError = AttError
+/// CoreFoundation's `CFAbsoluteTime` (seconds since 1 January 2001), which Linux's Foundation
+/// does not export: iOS 17's `didDisconnectPeripheral(_:timestamp:isReconnecting:error:)` uses it.
+public typealias CFAbsoluteTime = Double
+/// CoreBluetooth's `CBAttribute`, here ``Attribute``: what services, characteristics and
+/// descriptors share.
+public typealias CBAttribute = Attribute
+/// CoreBluetooth's `CBPeer`, here ``Peer``: a central or a peripheral.
+public typealias CBPeer = Peer
+/// CoreFoundation's `CFAbsoluteTimeGetCurrent()`: now, in seconds since 1 January 2001.
+public func CFAbsoluteTimeGetCurrent() -> CFAbsoluteTime { Date().timeIntervalSinceReferenceDate }

@@ -15,10 +15,6 @@ public typealias CBL2CAPPSM = UInt16
 public enum CBConnectionEvent {}
 
 extension Peripheral {
-    /// `discoverIncludedServices(_:for:)`
-    @available(*, unavailable, message: "BlueZ 5.66 does not export included services to clients; every service is in peripheral.services after discoverServices")
-    public func discoverIncludedServices(_ includedServiceUUIDs: [BluetoothUUID]?, for service: Service) {}
-
     /// `openL2CAPChannel(_:)`
     @available(*, unavailable, message: "BleKit has no L2CAP channels; exchange data through a characteristic (write + notify)")
     public func openL2CAPChannel(_ psm: UInt16) {}

@@ -47,6 +47,13 @@ public final class CentralManagerMultiDelegate: CentralManagerDelegate, @uncheck
         for delegate in delegates { delegate.centralManager(central, didDisconnectPeripheral: peripheral, error: error) }
     }
     /// Forwards to every listener.
+    public func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, timestamp: CFAbsoluteTime,
+                               isReconnecting: Bool, error: Error?) {
+        for delegate in delegates {
+            delegate.centralManager(central, didDisconnectPeripheral: peripheral, timestamp: timestamp, isReconnecting: isReconnecting, error: error)
+        }
+    }
+    /// Forwards to every listener.
     public func centralManager(_ central: CentralManager, didFailToScan error: Error) {
         for delegate in delegates { delegate.centralManager(central, didFailToScan: error) }
     }

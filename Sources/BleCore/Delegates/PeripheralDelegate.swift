@@ -4,6 +4,10 @@ import Foundation
 ///
 /// Delivered like `CentralManagerDelegate` (in order, on the loop or the manager's queue).
 /// Errors are `BleError`s. Every method has an empty default.
+///
+/// The requirements are Apple's signatures: iOS code that implements them, unchanged, is
+/// called. `peripheral(_:didOpen:error:)` fails to compile (`CBL2CAPChannel` is unavailable,
+/// with a message); docs/PORTING.md lists every method and what BleKit does with it.
 public protocol PeripheralDelegate: AnyObject {
     /// The GAP name changed.
     func peripheralDidUpdateName(_ peripheral: Peripheral)
@@ -15,6 +19,8 @@ public protocol PeripheralDelegate: AnyObject {
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: NSNumber, error: Error?)
     /// Answer to `discoverServices(_:)`.
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?)
+    /// Answer to `discoverIncludedServices(_:for:)`: `service.includedServices` is set.
+    func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: Error?)
     /// Answer to `discoverCharacteristics(_:for:)`.
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?)
     /// Answer to `discoverDescriptors(for:)`.
@@ -48,6 +54,8 @@ extension PeripheralDelegate {
     public func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: NSNumber, error: Error?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: Error?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {}
     /// Does nothing.

@@ -33,6 +33,10 @@ public final class PeripheralMultiDelegate: PeripheralDelegate, @unchecked Senda
         for d in delegates { d.peripheral(peripheral, didDiscoverServices: error) }
     }
     /// Forwards to every listener.
+    public func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: Error?) {
+        for d in delegates { d.peripheral(peripheral, didDiscoverIncludedServicesFor: service, error: error) }
+    }
+    /// Forwards to every delegate.
     public func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
         for d in delegates { d.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: error) }
     }

@@ -102,6 +102,10 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The operation waited in BleKit's own queue (behind `ahead` earlier operations on the
     /// same attribute) past `CentralManagerOptions.queueTimeout` and was never sent.
     case queuedTooLong(operation: String, ahead: Int)
+    /// `PeripheralManager.add(_:)` cannot serve the service as it is, and published nothing:
+    /// `detail` says what is wrong (a characteristic or descriptor that is not mutable, an
+    /// included service that was not added first).
+    case invalidLocalAttribute(String)
 
     /// Maps a D-Bus failure from a BlueZ call. `address` names the device for `deviceGone`.
     static func from(_ error: DBusError, operation: String, address: String? = nil) -> BleError {
@@ -254,6 +258,7 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .managerReleased: return "The CentralManager was released while this was pending. Keep a strong reference to the manager while you use its peripherals."
         case .unexpectedReply(let operation, let detail): return "\(operation) got a reply of the wrong shape (\(detail)); the process owning org.bluez is not behaving like bluetoothd. Check which process owns org.bluez (`busctl status org.bluez`)."
         case .valueTooLong(let length, let maximum): return "The value is \(length) bytes but one write on this link carries at most \(maximum) (maximumWriteValueLength). Split it, or use a command with a length protocol; nothing was sent."
+        case .invalidLocalAttribute(let detail): return "The service was not published: \(detail). Build services from MutableService, MutableCharacteristic and MutableDescriptor, and add included services before the services that include them."
         case .queuedTooLong(let operation, let ahead): return "\(operation) waited in BleKit's own queue behind \(ahead) earlier operations on the same attribute and was never sent; BlueZ answered everything it was sent. Issue fewer concurrent operations on one attribute, or raise CentralManagerOptions.queueTimeout."
         }
     }

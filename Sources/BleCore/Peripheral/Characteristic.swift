@@ -4,12 +4,13 @@ import Foundation
 // @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
 // isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
 // code calls it from any thread without `await`.
-/// A GATT characteristic (BlueZ `GattCharacteristic1`), as CoreBluetooth's `CBCharacteristic`.
-public final class Characteristic: @unchecked Sendable {
-    /// What the characteristic is, from BlueZ's `UUID`; match it against the UUIDs you discover for.
-    public let uuid: BluetoothUUID
+/// A GATT characteristic (BlueZ `GattCharacteristic1`), as CoreBluetooth's `CBCharacteristic`:
+/// a remote one, discovered on a ``Peripheral``, or (as its subclass ``MutableCharacteristic``)
+/// one this machine serves. Its `uuid` comes from BlueZ's `UUID`.
+public class Characteristic: Attribute, @unchecked Sendable {
     /// What it supports (from BlueZ's `Flags`).
     public let properties: CharacteristicProperties
+    /// BlueZ's object; "/" for a local characteristic.
     let path: ObjectPath
     /// The queue of this attribute's operations, hashed once.
     let operationKey: OperationKey
@@ -44,11 +45,21 @@ public final class Characteristic: @unchecked Sendable {
                   offersAcquireWrite: Bool, service: Service) {
         self.path = path
         operationKey = OperationKey(path)
-        self.uuid = uuid
         self.properties = properties
         self.offersAcquireNotify = offersAcquireNotify
         self.offersAcquireWrite = offersAcquireWrite
+        super.init(uuid: uuid)
         self.ownerService = service
+    }
+
+    /// A characteristic this machine serves (``MutableCharacteristic``): no BlueZ object.
+    init(localType uuid: BluetoothUUID, properties: CharacteristicProperties) {
+        path = "/"
+        operationKey = OperationKey(path)
+        self.properties = properties
+        offersAcquireNotify = false
+        offersAcquireWrite = false
+        super.init(uuid: uuid)
     }
 
     /// The service it belongs to.

@@ -4,10 +4,11 @@ import Foundation
 // @unchecked: an any-thread facade (see ThreadingModel.md). Its mutable state is @BleLoop-
 // isolated or behind a lock; the class cannot be @BleLoop itself, because CoreBluetooth-shaped
 // code calls it from any thread without `await`.
-/// A GATT descriptor (BlueZ `GattDescriptor1`), as CoreBluetooth's `CBDescriptor`.
-public final class Descriptor: @unchecked Sendable {
-    /// The descriptor UUID (0x2902 is the CCCD, which BlueZ manages itself: use `setNotifyValue`).
-    public let uuid: BluetoothUUID
+/// A GATT descriptor (BlueZ `GattDescriptor1`), as CoreBluetooth's `CBDescriptor`: a remote
+/// one, or (as its subclass ``MutableDescriptor``) one this machine serves. Its `uuid` 0x2902 is
+/// the CCCD, which BlueZ manages itself: use `setNotifyValue`.
+public class Descriptor: Attribute, @unchecked Sendable {
+    /// BlueZ's object; "/" for a local descriptor.
     let path: ObjectPath
     /// The queue of this attribute's operations, hashed once.
     let operationKey: OperationKey
@@ -17,8 +18,15 @@ public final class Descriptor: @unchecked Sendable {
     @BleLoop init(path: ObjectPath, uuid: BluetoothUUID, owner: Characteristic) {
         self.path = path
         operationKey = OperationKey(path)
-        self.uuid = uuid
+        super.init(uuid: uuid)
         self.owner = owner
+    }
+
+    /// A descriptor this machine serves (``MutableDescriptor``): no BlueZ object.
+    init(localType uuid: BluetoothUUID) {
+        path = "/"
+        operationKey = OperationKey(path)
+        super.init(uuid: uuid)
     }
 
     /// The characteristic it belongs to.

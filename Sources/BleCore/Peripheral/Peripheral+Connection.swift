@@ -1,3 +1,4 @@
+import Foundation
 import BleDBus
 
 extension Peripheral {
@@ -178,7 +179,9 @@ extension Peripheral {
         }
         if report, wasUp {
             BleLog.info("disconnected \(address)\(error.map { ": \($0)" } ?? "")")
-            emitCentral { $0.centralManager($1, didDisconnectPeripheral: self, error: error) }
+            // When the link went down, not when the callback runs (iOS 17's timestamp).
+            let timestamp: CFAbsoluteTime = Date().timeIntervalSinceReferenceDate
+            emitCentral { $0.centralManager($1, didDisconnectPeripheral: self, timestamp: timestamp, isReconnecting: false, error: error) }
         }
         if !wasReadyToWrite {
             wasReadyToWrite = true

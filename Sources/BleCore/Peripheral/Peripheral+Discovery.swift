@@ -117,6 +117,28 @@ extension Peripheral {
 
     /// Returns what the delegates hear, for BleAsync's per-call answer.
     @discardableResult
+    @BleLoop package func performDiscoverIncludedServices(_ uuids: [BluetoothUUID]?, for service: Service) -> Result<[Service], BleError> {
+        guard isLinkUp else {
+            emit { $0.peripheral(self, didDiscoverIncludedServicesFor: service, error: BleError.peripheralNotConnected) }
+            return .failure(.peripheralNotConnected)
+        }
+        guard let cache, servicesByPath[service.path] === service else {
+            emit { $0.peripheral(self, didDiscoverIncludedServicesFor: service, error: BleError.attributeGone) }
+            return .failure(.attributeGone)
+        }
+        let includedPaths = cache.properties(service.path, BlueZ.gattService)?[BlueZ.GattService1.includes] ?? []
+        let known = Dictionary(currentServices().map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        // A path bluetoothd lists but has not exported (or removed since) is left out, not invented.
+        let all = includedPaths.compactMap { known[$0] }
+        let found = uuids.map { wanted in all.filter { wanted.contains($0.uuid) } } ?? all
+        service.includedPaths = includedPaths
+        service.discoveredIncludedServices = found
+        emit { $0.peripheral(self, didDiscoverIncludedServicesFor: service, error: nil) }
+        return .success(found)
+    }
+
+    /// Returns what the delegates hear, for BleAsync's per-call answer.
+    @discardableResult
     @BleLoop package func performDiscoverDescriptors(for characteristic: Characteristic) -> Result<[Descriptor], BleError> {
         guard isLinkUp else {
             emit { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: BleError.peripheralNotConnected) }

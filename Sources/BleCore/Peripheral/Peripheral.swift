@@ -12,9 +12,7 @@ import Glibc
 /// (`CentralManagerOptions.operationTimeout`) or — all at once — a disconnect. Operations on one
 /// characteristic or descriptor run one at a time, because bluetoothd refuses a second write
 /// with InProgress.
-public final class Peripheral: @unchecked Sendable {
-    /// Stable across runs: a name-based UUID of the adapter's and the device's addresses.
-    public let identifier: UUID
+public final class Peripheral: Peer, @unchecked Sendable {
     /// The device address (`AA:BB:CC:DD:EE:FF`).
     public let address: String
     /// Receives every event after `delegate` (FXBlueTooth's `peripheral.multiDelegate`).
@@ -68,8 +66,8 @@ public final class Peripheral: @unchecked Sendable {
         self.session = session
         self.devicePath = path
         self.address = address
-        self.identifier = identifier
         self.lastName = session.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.name]
+        super.init(identifier: identifier)
     }
 
     // MARK: Public state
@@ -108,6 +106,14 @@ public final class Peripheral: @unchecked Sendable {
     /// Lists a service's characteristics; `didDiscoverCharacteristicsFor` follows.
     public func discoverCharacteristics(_ characteristicUUIDs: [BluetoothUUID]?, for service: Service) {
         LoopBridge.async { self.performDiscoverCharacteristics(characteristicUUIDs, for: service) }
+    }
+
+    /// Lists the services `service` includes (BlueZ's `Includes`), all of them or those of
+    /// `includedServiceUUIDs`; `didDiscoverIncludedServicesFor` follows and
+    /// `service.includedServices` holds them. Included services are also in
+    /// `peripheral.services` (bluetoothd exports every service it found).
+    public func discoverIncludedServices(_ includedServiceUUIDs: [BluetoothUUID]?, for service: Service) {
+        LoopBridge.async { self.performDiscoverIncludedServices(includedServiceUUIDs, for: service) }
     }
 
     /// Lists a characteristic's descriptors; `didDiscoverDescriptorsFor` follows.

@@ -1,10 +1,10 @@
 import Foundation
 
 /// A central connected to this machine's adapter, as CoreBluetooth's `CBCentral`: the
-/// `Device1` object bluetoothd creates on the serving adapter for the incoming link.
-public final class Central: Sendable, CustomStringConvertible {
-    /// Stable for this central on this adapter (derived from both addresses, like a `Peripheral`'s).
-    public let identifier: UUID
+/// `Device1` object bluetoothd creates on the serving adapter for the incoming link. Its
+/// `identifier` is derived from both addresses, like a `Peripheral`'s.
+// @unchecked: a Sendable class cannot inherit from `Peer`; its state is `let`s and a `Locked`.
+public final class Central: Peer, @unchecked Sendable, CustomStringConvertible {
     /// The central's Bluetooth address, or `unidentified` (see `isIdentified`).
     public let address: String
     /// The `Device1` object's path on the serving adapter.
@@ -12,9 +12,9 @@ public final class Central: Sendable, CustomStringConvertible {
     private let state = Locked<(mtu: Int, connected: Bool)>((23, true))
 
     init(identifier: UUID, address: String, devicePath: String) {
-        self.identifier = identifier
         self.address = address
         self.devicePath = devicePath
+        super.init(identifier: identifier)
     }
 
     /// The placeholder for a subscriber BlueZ does not name: bluetoothd 5.66 calls `StartNotify`

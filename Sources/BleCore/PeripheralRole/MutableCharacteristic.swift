@@ -6,44 +6,47 @@ import Foundation
 /// call (and it cannot be written, as in CoreBluetooth). Without one, reads and writes reach
 /// `PeripheralManagerDelegate` as requests. The properties say what centrals may do, the
 /// permissions what link they need; both become BlueZ flags (`encrypt-read`, …).
-public final class MutableCharacteristic: Sendable {
-    /// The characteristic's type.
-    public let uuid: BluetoothUUID
-    /// What centrals may do (read, write, notify, …).
-    public let properties: CharacteristicProperties
+///
+/// It is a ``Characteristic``, as on iOS, so the subscription callbacks written with Apple's
+/// signatures (`didSubscribeTo characteristic: CBCharacteristic`) are the ones BleKit calls.
+// @unchecked: a Sendable class cannot inherit from `Characteristic`; its own state is behind `Locked`.
+public final class MutableCharacteristic: Characteristic, @unchecked Sendable {
     /// What link each access needs.
     public let permissions: AttributePermissions
     private let state: Locked<State>
 
     private struct State {
         var value: Data?
-        var descriptors: [MutableDescriptor]
+        var descriptors: [Descriptor]
         var subscribedCentrals: [Central] = []
         weak var service: MutableService?
     }
 
     /// The static value, or nil for a dynamic characteristic.
-    public var value: Data? {
+    public override var value: Data? {
         get { state.value.value }
         set { state.value.value = newValue }
     }
-    /// Its descriptors (set before the service is added).
-    public var descriptors: [MutableDescriptor]? {
+    /// Its descriptors (set before the service is added). Each must be a
+    /// ``MutableDescriptor``: `add(_:)` refuses the service otherwise.
+    public override var descriptors: [Descriptor]? {
         get { state.value.descriptors }
         set { state.value.descriptors = newValue ?? [] }
     }
     /// The centrals subscribed to it, as far as BlueZ tells (see `PeripheralManager`).
     public var subscribedCentrals: [Central]? { state.value.subscribedCentrals }
-    /// The service it belongs to, once added to one.
-    public var service: MutableService? { state.value.service }
+    /// The service it belongs to, once it is in one's `characteristics`.
+    public override var service: Service? { state.value.service }
+
+    /// The descriptors that are ``MutableDescriptor``s.
+    var mutableDescriptors: [MutableDescriptor] { state.value.descriptors.compactMap { $0 as? MutableDescriptor } }
 
     /// A characteristic; CoreBluetooth's argument order.
     public init(type uuid: BluetoothUUID, properties: CharacteristicProperties, value: Data?,
                 permissions: AttributePermissions) {
-        self.uuid = uuid
-        self.properties = properties
         self.permissions = permissions
         state = Locked(State(value: value, descriptors: []))
+        super.init(localType: uuid, properties: properties)
     }
 
     func setService(_ service: MutableService?) { state.value.service = service }
@@ -68,7 +71,7 @@ public final class MutableCharacteristic: Sendable {
         }
         if properties.contains(.authenticatedSignedWrites) { flags.append(BlueZ.GattFlag.authenticatedSignedWrites) }
         if properties.contains(.reliableWrite) { flags.append(BlueZ.GattFlag.reliableWrite) }
-        if state.value.descriptors.contains(where: { $0.uuid == BluetoothUUID(UInt16(0x2901)) && $0.permissions.allowsWrite }) {
+        if mutableDescriptors.contains(where: { $0.uuid == BluetoothUUID(UInt16(0x2901)) && $0.permissions.allowsWrite }) {
             flags.append(BlueZ.GattFlag.writableAuxiliaries)
         }
         if permissions.contains(.authorizationRequired) { flags.append(BlueZ.GattFlag.authorize) }

@@ -5,13 +5,17 @@ import Foundation
 /// Its value is static: bluetoothd reads it from BleKit without a delegate call. Do not add a
 /// Client Characteristic Configuration (2902) or Extended Properties (2900) descriptor:
 /// bluetoothd adds those itself from the characteristic's properties.
-public final class MutableDescriptor: Sendable {
-    /// The descriptor's type.
-    public let uuid: BluetoothUUID
+///
+/// It is a ``Descriptor``, as on iOS, so it goes into a characteristic's `descriptors`.
+// @unchecked: a Sendable class cannot inherit from `Descriptor`; its own state is behind `Locked`.
+public final class MutableDescriptor: Descriptor, @unchecked Sendable {
     private let state: Locked<(value: Data, permissions: AttributePermissions)>
 
-    /// The value served to centrals.
-    public var value: Data {
+    /// The value served to centrals (never nil for a local descriptor).
+    public override var value: Data? { state.value.value }
+
+    /// The value served, which a central's write to a writable descriptor replaces.
+    var servedValue: Data {
         get { state.value.value }
         set { state.value.value = newValue }
     }
@@ -24,8 +28,8 @@ public final class MutableDescriptor: Sendable {
 
     /// A descriptor with raw bytes.
     public init(type uuid: BluetoothUUID, value: Data, permissions: AttributePermissions = .readable) {
-        self.uuid = uuid
         state = Locked((value, permissions))
+        super.init(localType: uuid)
     }
 
     /// CoreBluetooth's spelling: a `String` value becomes UTF-8 (for User Description), `Data`

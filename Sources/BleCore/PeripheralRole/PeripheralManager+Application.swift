@@ -19,11 +19,34 @@ extension PeripheralManager {
         guard !services.contains(where: { $0.service === service }) else {
             return emit { $0.peripheralManager(self, didAdd: service, error: BleError.alreadyExists) }
         }
+        if let problem = servingProblem(service) {
+            return emit { $0.peripheralManager(self, didAdd: service, error: BleError.invalidLocalAttribute(problem)) }
+        }
         connection.objects.addObjectManager(at: applicationRoot)
         let exported = export(service, on: connection)
         services.append(exported)
         application.pendingAdds.append(service)
         registerApplication()
+    }
+
+    /// Why `service` cannot be served as it is, or nil. iOS's types let any `CBCharacteristic`
+    /// into a service's `characteristics`; only the mutable ones have something to serve.
+    @BleLoop private func servingProblem(_ service: MutableService) -> String? {
+        for (index, characteristic) in (service.characteristics ?? []).enumerated() {
+            guard let served = characteristic as? MutableCharacteristic else {
+                return "characteristics[\(index)] (\(characteristic.uuid)) is a discovered Characteristic, not a MutableCharacteristic"
+            }
+            for (descriptorIndex, descriptor) in (served.descriptors ?? []).enumerated() where !(descriptor is MutableDescriptor) {
+                return "characteristics[\(index)].descriptors[\(descriptorIndex)] (\(descriptor.uuid)) is a discovered Descriptor, not a MutableDescriptor"
+            }
+        }
+        for (index, included) in (service.includedServices ?? []).enumerated() {
+            guard included !== service else { return "includedServices[\(index)] is the service itself" }
+            guard services.contains(where: { $0.service === included }) else {
+                return "includedServices[\(index)] (\(included.uuid)) was not added to this peripheral manager before the service that includes it"
+            }
+        }
+        return nil
     }
 
     @BleLoop func removeServices(_ matching: (MutableService) -> Bool) {
@@ -46,17 +69,18 @@ extension PeripheralManager {
         let exported = ExportedService(service: service, path: servicePath)
         let uuid = service.uuid.uuidString128
         let primary = service.isPrimary
+        let includes = (service.includedServices ?? []).compactMap { included in self.services.first { $0.service === included }?.path }
         connection.objects.register(servicePath, interfaces: [ExportedInterface(BlueZ.GattService1.interface, properties: [
             ExportedProperty(BlueZ.GattService1.uuid) { .string(uuid) },
             ExportedProperty(BlueZ.GattService1.primary) { .boolean(primary) },
-            ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, []) },
+            ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, includes.map { .objectPath($0) }) },
         ])])
-        for (index, characteristic) in (service.characteristics ?? []).enumerated() {
+        for (index, characteristic) in service.mutableCharacteristics.enumerated() {
             let path = (try? ObjectPath(servicePath.rawValue + "/char\(index)")) ?? servicePath
             let record = ExportedCharacteristic(characteristic: characteristic, path: path)
             exported.characteristics.append(record)
             connection.objects.register(path, interfaces: [characteristicInterface(record, servicePath: servicePath)])
-            for (descriptorIndex, descriptor) in (characteristic.descriptors ?? []).enumerated() {
+            for (descriptorIndex, descriptor) in characteristic.mutableDescriptors.enumerated() {
                 let descriptorPath = (try? ObjectPath(path.rawValue + "/desc\(descriptorIndex)")) ?? path
                 exported.descriptors.append((descriptor, descriptorPath, path))
                 connection.objects.register(descriptorPath, interfaces: [descriptorInterface(descriptor, characteristicPath: path)])
@@ -126,7 +150,7 @@ extension PeripheralManager {
         let flags = descriptor.bluezFlags
         return ExportedInterface(BlueZ.GattDescriptor1.interface, methods: [
             ExportedMethod(BlueZ.GattDescriptor1.Method.readValue, in: [Self.optionsArgument], out: [Self.valueArgument]) { call in
-                guard let answer = Self.readAnswer(descriptor.value, offset: Self.requestOptions(call.arguments.first).offset) else {
+                guard let answer = Self.readAnswer(descriptor.servedValue, offset: Self.requestOptions(call.arguments.first).offset) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
                 }
                 call.reply([.bytes(answer)])
@@ -136,10 +160,10 @@ extension PeripheralManager {
                     return call.fail(name: BlueZ.ErrorName.notPermitted, message: BlueZ.ErrorMessage.writeNotPermitted)
                 }
                 guard case .bytes(let bytes) = call.arguments[0] else { return call.fail(name: BlueZ.ErrorName.invalidArguments, message: BlueZ.ErrorMessage.invalidArguments) }
-                guard let value = Self.writeResult(descriptor.value, offset: Self.requestOptions(call.arguments[1]).offset, bytes: bytes) else {
+                guard let value = Self.writeResult(descriptor.servedValue, offset: Self.requestOptions(call.arguments[1]).offset, bytes: bytes) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
                 }
-                descriptor.value = value
+                descriptor.servedValue = value
                 call.reply()
             },
         ], properties: [

@@ -3,17 +3,30 @@ import Foundation
 /// Receives a `PeripheralManager`'s events, as CoreBluetooth's `CBPeripheralManagerDelegate`,
 /// plus the central connections BlueZ reports. Calls arrive in order, on the loop or on the
 /// manager's queue. Every method has an empty default.
+///
+/// The requirements are Apple's signatures (`didAdd service: CBService`, `didSubscribeTo
+/// characteristic: CBCharacteristic`, …): iOS code that implements them, unchanged, is called.
+/// The objects passed are BleKit's own: `service` is the ``MutableService`` you added,
+/// `characteristic` the ``MutableCharacteristic`` you served. The L2CAP methods fail to compile
+/// (their types are unavailable, with a message); docs/PORTING.md lists every method.
 public protocol PeripheralManagerDelegate: AnyObject {
     /// `peripheral.state` changed.
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager)
-    /// `add(_:)` ended: the application holding `service` is registered with bluetoothd, or `error` says why not.
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?)
+    /// Before the first state update, for a manager made with
+    /// `CBPeripheralManagerOptionRestoreIdentifierKey`: what BlueZ still serves for this process
+    /// (its advertisements and GATT applications end with the process, so on Linux the
+    /// dictionary names the restore identifier under `CBPeripheralManagerOptionRestoreIdentifierKey`
+    /// and holds no services or advertisement data — see `PeripheralManager` for why).
+    func peripheralManager(_ peripheral: PeripheralManager, willRestoreState dict: [String: Any])
+    /// `add(_:)` ended: the application holding `service` (the ``MutableService`` added) is
+    /// registered with bluetoothd, or `error` says why not.
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?)
     /// An advertisement started (`error` nil) or was refused.
     func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?)
     /// A central subscribed to notifications or indications of `characteristic`.
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic)
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic)
     /// A central unsubscribed (or, for bluetoothd, the last one did).
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic)
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic)
     /// `updateValue` returned false earlier and may be called again.
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager)
     /// A central reads a dynamic characteristic: set `request.value` and `respond(to:withResult:)`.
@@ -25,7 +38,7 @@ public protocol PeripheralManagerDelegate: AnyObject {
     /// A central's link went down.
     func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central)
     /// A central confirmed an indication of `characteristic`.
-    func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: MutableCharacteristic)
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: Characteristic)
     /// An advertisement's registration changed (registered, refused, released by bluetoothd,
     /// registered again after a bluetoothd restart).
     func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration)
@@ -35,13 +48,15 @@ extension PeripheralManagerDelegate {
     /// Does nothing.
     public func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {}
     /// Does nothing.
-    public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {}
+    public func peripheralManager(_ peripheral: PeripheralManager, willRestoreState dict: [String: Any]) {}
+    /// Does nothing.
+    public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {}
     /// Does nothing.
     public func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?) {}
     /// Does nothing.
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {}
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {}
     /// Does nothing.
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {}
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {}
     /// Does nothing.
     public func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {}
     /// Does nothing: another listener may answer; an unanswered request ends at its deadline.
@@ -53,7 +68,7 @@ extension PeripheralManagerDelegate {
     /// Does nothing.
     public func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central) {}
     /// Does nothing.
-    public func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: MutableCharacteristic) {}
+    public func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: Characteristic) {}
     /// Does nothing.
     public func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) {}
 }

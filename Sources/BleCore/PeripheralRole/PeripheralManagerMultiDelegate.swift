@@ -22,7 +22,11 @@ public final class PeripheralManagerMultiDelegate: PeripheralManagerDelegate, Se
         for delegate in delegates { delegate.peripheralManagerDidUpdateState(peripheral) }
     }
     /// Forwards to every listener.
-    public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {
+    public func peripheralManager(_ peripheral: PeripheralManager, willRestoreState dict: [String: Any]) {
+        for delegate in delegates { delegate.peripheralManager(peripheral, willRestoreState: dict) }
+    }
+    /// Forwards to every listener.
+    public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
         for delegate in delegates { delegate.peripheralManager(peripheral, didAdd: service, error: error) }
     }
     /// Forwards to every listener.
@@ -30,11 +34,11 @@ public final class PeripheralManagerMultiDelegate: PeripheralManagerDelegate, Se
         for delegate in delegates { delegate.peripheralManagerDidStartAdvertising(peripheral, error: error) }
     }
     /// Forwards to every listener.
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
         for delegate in delegates { delegate.peripheralManager(peripheral, central: central, didSubscribeTo: characteristic) }
     }
     /// Forwards to every listener.
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
         for delegate in delegates { delegate.peripheralManager(peripheral, central: central, didUnsubscribeFrom: characteristic) }
     }
     /// Forwards to every listener.
@@ -58,7 +62,7 @@ public final class PeripheralManagerMultiDelegate: PeripheralManagerDelegate, Se
         for delegate in delegates { delegate.peripheralManager(peripheral, centralDidDisconnect: central) }
     }
     /// Forwards to every listener.
-    public func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: MutableCharacteristic) {
+    public func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: Characteristic) {
         for delegate in delegates { delegate.peripheralManager(peripheral, didReceiveConfirmationFor: characteristic) }
     }
     /// Forwards to every listener.

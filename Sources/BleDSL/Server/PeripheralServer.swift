@@ -84,7 +84,7 @@ public final class PeripheralServer: PeripheralManagerDelegate, @unchecked Senda
     // MARK: PeripheralManagerDelegate, forwarded to the engine on the loop
 
     /// Advertises once the service is registered.
-    public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) {
+    public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
         let box = UncheckedSendable(error)
         LoopHop.run { [engine] in engine.value.added(service, error: box.value) }
     }
@@ -106,11 +106,11 @@ public final class PeripheralServer: PeripheralManagerDelegate, @unchecked Senda
         LoopHop.run { [engine] in engine.value.pump() }
     }
     /// Reports the subscription.
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
         LoopHop.run { [engine] in engine.value.subscription(central, characteristic, on: true) }
     }
     /// Reports the unsubscription.
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
         LoopHop.run { [engine] in engine.value.subscription(central, characteristic, on: false) }
     }
     /// Reports the central.

@@ -67,7 +67,7 @@ final class ServerEngine {
         manager.add(service)
     }
 
-    func added(_ added: MutableService, error: Error?) {
+    func added(_ added: Service, error: Error?) {
         guard added === service else { return }
         if let error {
             report?(.failed(error))
@@ -92,7 +92,7 @@ final class ServerEngine {
 
     func forget(_ central: Central) { pending.removeValue(forKey: ObjectIdentifier(central)) }
 
-    func subscription(_ central: Central, _ characteristic: MutableCharacteristic, on: Bool) {
+    func subscription(_ central: Central, _ characteristic: Characteristic, on: Bool) {
         guard characteristic === responseCharacteristic else { return }
         onSubscription?(central, on)
     }

@@ -39,18 +39,18 @@ enum PeripheralFlowScenarios {
 
         private func record(_ text: String) { BleLoop.assumeIsolated { events.append(text) } }
         func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) { record("state \(peripheral.state)") }
-        func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) { record("added \(error.map { "\($0)" } ?? "ok")") }
+        func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) { record("added \(error.map { "\($0)" } ?? "ok")") }
         func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) {
             record("advertisement \(registration.path) \(registration.state)")
         }
         func peripheralManager(_ peripheral: PeripheralManager, centralDidConnect central: Central) { record("central connected") }
         func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central) { record("central disconnected") }
-        func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {
+        func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
             record("subscribed \(characteristic.uuid == PeripheralFlowScenarios.ticker ? "ticker" : "response")")
             guard characteristic === tickerCharacteristic else { return }
-            for _ in 0..<2 where !peripheral.updateValue(Data([0xBE, 0xEF]), for: characteristic, onSubscribedCentrals: nil) { record("queue full") }
+            for _ in 0..<2 where !peripheral.updateValue(Data([0xBE, 0xEF]), for: tickerCharacteristic, onSubscribedCentrals: nil) { record("queue full") }
         }
-        func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {
+        func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
             record("unsubscribed \(characteristic.uuid == PeripheralFlowScenarios.ticker ? "ticker" : "response")")
         }
         func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {

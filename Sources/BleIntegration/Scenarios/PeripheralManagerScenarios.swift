@@ -25,11 +25,11 @@ public enum PeripheralManagerScenarios {
         }
         private func record(_ text: String) { BleLoop.assumeIsolated { events.append(text) } }
         func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) { record("state \(peripheral.state)") }
-        func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) { record("added \(error.map { "\($0)" } ?? "ok")") }
+        func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) { record("added \(error.map { "\($0)" } ?? "ok")") }
         func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) { record("advertisement \(registration.state)") }
         func peripheralManager(_ peripheral: PeripheralManager, centralDidConnect central: Central) { record("central connected") }
         func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central) { record("central disconnected") }
-        func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) { record("subscribed") }
+        func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) { record("subscribed") }
         func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {
             guard let first = requests.first else { return }
             peripheral.respond(to: first, withResult: .success)

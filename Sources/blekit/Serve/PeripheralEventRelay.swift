@@ -5,12 +5,12 @@ import Foundation
 enum PeripheralEvent: @unchecked Sendable {
     // @unchecked: requests, centrals and characteristics are BleKit's any-thread facades.
     case state(ManagerState)
-    case added(MutableService, Error?)
+    case added(Service, Error?)
     case advertising(Error?)
     case read(ATTRequest)
     case write([ATTRequest])
-    case subscribed(Central, MutableCharacteristic)
-    case unsubscribed(Central, MutableCharacteristic)
+    case subscribed(Central, Characteristic)
+    case unsubscribed(Central, Characteristic)
     case connected(Central)
     case disconnected(Central)
     case tick(Int)
@@ -28,14 +28,14 @@ final class PeripheralEventRelay: PeripheralManagerDelegate, @unchecked Sendable
     init(post: @escaping @Sendable (PeripheralEvent) -> Void) { self.post = post }
 
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) { post(.state(peripheral.state)) }
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: MutableService, error: Error?) { post(.added(service, error)) }
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) { post(.added(service, error)) }
     func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?) { post(.advertising(error)) }
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) { post(.read(request)) }
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) { post(.write(requests)) }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: MutableCharacteristic) {
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
         post(.subscribed(central, characteristic))
     }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: MutableCharacteristic) {
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
         post(.unsubscribed(central, characteristic))
     }
     func peripheralManager(_ peripheral: PeripheralManager, centralDidConnect central: Central) { post(.connected(central)) }

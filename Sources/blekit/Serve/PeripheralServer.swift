@@ -132,7 +132,7 @@ final class PeripheralServer {
         }
     }
 
-    private func same(_ text: String, _ characteristic: MutableCharacteristic) -> Bool {
+    private func same(_ text: String, _ characteristic: Characteristic) -> Bool {
         BluetoothUUID(text) == characteristic.uuid
     }
 
