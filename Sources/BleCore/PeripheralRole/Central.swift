@@ -1,9 +1,9 @@
 import Foundation
 
+// @unchecked: a Sendable class cannot inherit from `Peer`; its state is `let`s and a `Locked`.
 /// A central connected to this machine's adapter, as CoreBluetooth's `CBCentral`: the
 /// `Device1` object bluetoothd creates on the serving adapter for the incoming link. Its
 /// `identifier` is derived from both addresses, like a `Peripheral`'s.
-// @unchecked: a Sendable class cannot inherit from `Peer`; its state is `let`s and a `Locked`.
 public final class Central: Peer, @unchecked Sendable, CustomStringConvertible {
     /// The central's Bluetooth address, or `unidentified` (see `isIdentified`).
     public let address: String

@@ -1,5 +1,6 @@
 import Foundation
 
+// @unchecked: a Sendable class cannot inherit from `Characteristic`; its own state is behind `Locked`.
 /// A characteristic served by this machine, as CoreBluetooth's `CBMutableCharacteristic`.
 ///
 /// With a `value`, it is static: bluetoothd's reads are answered from it without a delegate
@@ -9,7 +10,6 @@ import Foundation
 ///
 /// It is a ``Characteristic``, as on iOS, so the subscription callbacks written with Apple's
 /// signatures (`didSubscribeTo characteristic: CBCharacteristic`) are the ones BleKit calls.
-// @unchecked: a Sendable class cannot inherit from `Characteristic`; its own state is behind `Locked`.
 public final class MutableCharacteristic: Characteristic, @unchecked Sendable {
     /// What link each access needs.
     public let permissions: AttributePermissions

@@ -1,5 +1,6 @@
 import Foundation
 
+// @unchecked: a Sendable class cannot inherit from `Descriptor`; its own state is behind `Locked`.
 /// A descriptor of a local characteristic, as CoreBluetooth's `CBMutableDescriptor`.
 ///
 /// Its value is static: bluetoothd reads it from BleKit without a delegate call. Do not add a
@@ -7,7 +8,6 @@ import Foundation
 /// bluetoothd adds those itself from the characteristic's properties.
 ///
 /// It is a ``Descriptor``, as on iOS, so it goes into a characteristic's `descriptors`.
-// @unchecked: a Sendable class cannot inherit from `Descriptor`; its own state is behind `Locked`.
 public final class MutableDescriptor: Descriptor, @unchecked Sendable {
     private let state: Locked<(value: Data, permissions: AttributePermissions)>
 
