@@ -29,9 +29,11 @@ public class Manager: @unchecked Sendable {
     /// It waits for the answer, so ask it off BleKit's loop thread; on the loop thread (inside
     /// a delegate callback delivered there) it answers at once with the last verdict known,
     /// `notDetermined` before the first.
-    public class var authorization: ManagerAuthorization {
-        AuthorizationProbe.verdict(bus: CentralManagerOptions.defaults.bus)
-    }
+    public class var authorization: ManagerAuthorization { authorization(on: CentralManagerOptions.defaults.bus) }
+
+    /// `authorization` asked on `bus` (a private bus with BleSim, say) instead of the bus of
+    /// `CentralManagerOptions.defaults`.
+    public static func authorization(on bus: BleBus) -> ManagerAuthorization { AuthorizationProbe.verdict(bus: bus) }
 }
 
 /// Asks bluetoothd's D-Bus policy whether this process may call it.
