@@ -107,6 +107,11 @@ let package = Package(
                     swiftSettings: [.swiftLanguageMode(.v5)]),
         // Porting behaviours (issue 11): CoreBluetooth and FXBlueTooth shapes, deadlines, threads; runs the template.
         .testTarget(name: "PortingTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
+        // iOS-shaped code in Swift 5 mode, as apps are: the generated conformance classes (every
+        // delegate method with Apple's signature), their two-process flow, and seeds 000 and 001's
+        // peripherals; PortingTests' IOSConformanceTests runs it against BleSim.
+        .executableTarget(name: "IOSConformance", dependencies: ["BleCore"], path: "Tests/IOSConformance",
+                          exclude: ["AppleDelegateAPI.txt", "CompileFail"], swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "BleAsyncTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus", "BleIntegration"]),
         // FXBlueToothAsync's README examples, with only their imports changed, against BleSim.
         .testTarget(name: "BleAsyncExampleTests", dependencies: ["BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),

@@ -121,6 +121,24 @@ public final class ChildProcess: @unchecked Sendable {
         return (timedOut ? nil : status, String(decoding: output, as: UTF8.self))
     }
 
+    /// Writes `text` and a newline to the child's standard input; false when the child has
+    /// closed it (or exited).
+    @discardableResult
+    public func writeLine(_ text: String) -> Bool {
+        guard stdinWrite >= 0 else { return false }
+        // A child that exited must not take the test process with it.
+        signal(SIGPIPE, SIG_IGN)
+        let bytes = Array((text + "\n").utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { Glibc.write(stdinWrite, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return false }
+            written += count
+        }
+        return true
+    }
+
     /// Sends `signal` to the child, then reaps it.
     @discardableResult
     public func stop(with signal: Int32 = SIGTERM) -> Int32 {

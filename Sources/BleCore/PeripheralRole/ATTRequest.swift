@@ -80,6 +80,33 @@ public enum ATTResult: Sendable, Equatable {
     /// Unlikely Error (0x0e).
     public static var unlikelyError: ATTResult { .failure(.unlikelyError) }
 
+    // The rest of CoreBluetooth's `CBATTError.Code`, so that every iOS `respond(to:withResult:)`
+    // compiles. bluetoothd 5.66 passes none of these on from an app: the central gets
+    // Unlikely Error (0x0e) for each, as `dbusError(isRead:)` says.
+
+    /// Invalid Handle (0x01); reaches the central as Unlikely Error.
+    public static var invalidHandle: ATTResult { .failure(.invalidHandle) }
+    /// Invalid PDU (0x04); reaches the central as Unlikely Error.
+    public static var invalidPdu: ATTResult { .failure(.invalidPDU) }
+    /// Insufficient Authentication (0x05); reaches the central as Unlikely Error (bluetoothd
+    /// checks authentication itself, from the permissions).
+    public static var insufficientAuthentication: ATTResult { .failure(.insufficientAuthentication) }
+    /// Prepare Queue Full (0x09); reaches the central as Unlikely Error.
+    public static var prepareQueueFull: ATTResult { .failure(.prepareQueueFull) }
+    /// Attribute Not Found (0x0a); reaches the central as Unlikely Error.
+    public static var attributeNotFound: ATTResult { .failure(.attributeNotFound) }
+    /// Attribute Not Long (0x0b); reaches the central as Unlikely Error.
+    public static var attributeNotLong: ATTResult { .failure(.attributeNotLong) }
+    /// Insufficient Encryption Key Size (0x0c); reaches the central as Unlikely Error.
+    public static var insufficientEncryptionKeySize: ATTResult { .failure(.insufficientEncryptionKeySize) }
+    /// Insufficient Encryption (0x0f); reaches the central as Unlikely Error (bluetoothd checks
+    /// encryption itself, from the permissions).
+    public static var insufficientEncryption: ATTResult { .failure(.insufficientEncryption) }
+    /// Unsupported Group Type (0x10); reaches the central as Unlikely Error.
+    public static var unsupportedGroupType: ATTResult { .failure(.unsupportedGroupType) }
+    /// Insufficient Resources (0x11); reaches the central as Unlikely Error.
+    public static var insufficientResources: ATTResult { .failure(.insufficientResources) }
+
     /// The D-Bus error that makes bluetoothd 5.66 send this ATT error, or nil for success.
     ///
     /// bluetoothd maps only some errors from the app: `NotPermitted` (read or write not

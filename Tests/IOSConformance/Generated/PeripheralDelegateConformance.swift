@@ -41,11 +41,11 @@ final class ConformancePeripheralDelegate: NSObject, CBPeripheralDelegate {
     }
 
     func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
-        sink.fired("peripheral(_:didUpdateValueFor:error:)", [peripheral, characteristic, error])
+        sink.fired("peripheral(_:didUpdateValueFor:error:) CBCharacteristic", [peripheral, characteristic, error])
     }
 
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
-        sink.fired("peripheral(_:didWriteValueFor:error:)", [peripheral, characteristic, error])
+        sink.fired("peripheral(_:didWriteValueFor:error:) CBCharacteristic", [peripheral, characteristic, error])
     }
 
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {
@@ -57,11 +57,11 @@ final class ConformancePeripheralDelegate: NSObject, CBPeripheralDelegate {
     }
 
     func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: (any Error)?) {
-        sink.fired("peripheral(_:didUpdateValueFor:error:)", [peripheral, descriptor, error])
+        sink.fired("peripheral(_:didUpdateValueFor:error:) CBDescriptor", [peripheral, descriptor, error])
     }
 
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?) {
-        sink.fired("peripheral(_:didWriteValueFor:error:)", [peripheral, descriptor, error])
+        sink.fired("peripheral(_:didWriteValueFor:error:) CBDescriptor", [peripheral, descriptor, error])
     }
 
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral) {
