@@ -128,10 +128,10 @@ enum GatewayCommand: BlekitCommand {
             group.cancelAll()
         }
         let advertised = await stopSensor(sensor)
-        let (statistics, connections, dropped, lastError, state) = await stop(gateway)
+        let (statistics, connections, dropped, unsent, lastError, state) = await stop(gateway)
         invocation.out("gateway \(name): heard \(statistics.heard), published \(statistics.published), filtered \(statistics.filtered), "
             + "undecoded \(statistics.undecoded), commands \(statistics.commands) (GATT ok \(statistics.gattSucceeded), failed \(statistics.gattFailed)), "
-            + "broker connections \(connections), dropped \(dropped)")
+            + "broker connections \(connections), dropped \(dropped), unsent \(unsent)")
         if sensor != nil && !advertised {
             invocation.fail("the BTHome advertisement was not accepted by bluetoothd")
             return .failure
@@ -192,8 +192,11 @@ enum GatewayCommand: BlekitCommand {
     }
 
     @BleLoop
-    private static func stop(_ gateway: Gateway) -> (Gateway.Statistics, Int, Int, String?, ManagerState) {
-        let result = (gateway.statistics, gateway.mqtt.connections, gateway.mqtt.droppedMessages, gateway.mqtt.lastError, gateway.central.state)
+    private static func stop(_ gateway: Gateway) -> (Gateway.Statistics, Int, Int, Int, String?, ManagerState) {
+        // Unsent: still buffered, or handed to libmosquitto and never confirmed.
+        let mqtt = gateway.mqtt
+        let result = (gateway.statistics, mqtt.connections, mqtt.droppedMessages, mqtt.bufferedMessages + mqtt.unconfirmedMessages,
+                      mqtt.lastError, gateway.central.state)
         gateway.stop()
         return result
     }
