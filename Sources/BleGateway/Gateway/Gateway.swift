@@ -41,6 +41,8 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     /// Called with each line about the broker's reachability, as written to standard error (tests and tools).
     public var onNotice: (@BleLoop (String) -> Void)?
 
+    /// The largest command payload read; larger ones are refused unread (a command is a few hundred bytes).
+    public static let maximumCommandBytes = 64 * 1024
     /// How long the gateway waits for its first broker connection before it says the broker is unreachable.
     public static let unreachableWarningDelay: Duration = .seconds(3)
     private static let advertisementTag: UInt8 = 1
@@ -60,6 +62,15 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
 
     /// A gateway for `configuration`; `start()` connects to the broker and to bluetoothd.
     public init(configuration: GatewayConfiguration) throws {
+        let levels: [(String, String?)] = [("name", configuration.name), ("baseTopic", configuration.baseTopic),
+                                           ("fleet", configuration.fleet), ("discoveryPrefix", configuration.discoveryPrefix)]
+        for case let (setting, value?) in levels {
+            if let problem = TopicLevel.problem(value) { throw CommandError.invalidField(path: setting, reason: "'\(value.prefix(64))' \(problem)") }
+        }
+        // Checked here too, for specs made in code: a bad one would trap at its first command.
+        for (index, spec) in configuration.operationCommands.enumerated() {
+            try spec.validated(at: "operationCommands[\(index)]")
+        }
         var configuration = configuration
         configuration.mqtt.will = MQTTOptions.Will(topic: configuration.availabilityTopic, payload: "offline",
                                                    qos: configuration.qos.availability, retain: true)
@@ -269,18 +280,17 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
         guard message.topic == configuration.commandTopic || forFleet else { return }
         guard !message.retained || !forFleet else { return }
         statistics.commands += 1
-        guard let command = JSONValue.parse(message.payload), case .object = command else {
-            GatewayLog.warning("command on \(message.topic) is not a JSON object; ignored")
-            return
+        guard message.payload.count <= Self.maximumCommandBytes else {
+            return refuse(.payloadTooLarge(bytes: message.payload.count, limit: Self.maximumCommandBytes), on: message.topic, command: nil, forFleet: forFleet)
         }
+        guard let command = JSONValue.parse(message.payload) else { return refuse(.invalidJSON, on: message.topic, command: nil, forFleet: forFleet) }
+        guard case .object = command else { return refuse(.notAnObject(path: ""), on: message.topic, command: nil, forFleet: forFleet) }
         if !forFleet, applyConfiguration(command) { publishSettings() }
         switch GattRequest.parse(command, operations: configuration.operationCommands) {
         case nil:
             break
         case .failure(let error)?:
-            GatewayLog.warning("command refused: \(error)")
-            publishResponse(.object([("success", .bool(false)), ("error", .string(error.description)), ("gateway", .string(configuration.name))]),
-                            address: command["ble_write_address"]?.stringValue ?? command["ble_read_address"]?.stringValue ?? command["id"]?.stringValue)
+            refuse(error, on: message.topic, command: command, forFleet: forFleet)
         case .success(let request)?:
             if forFleet, let fleet {
                 let best = fleet.best(for: request.address, now: clock.now)
@@ -392,13 +402,35 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
         runNext()
     }
 
+    /// Says on stderr and on MQTT why a command was refused: on the device's response topic when
+    /// the command named a valid address, else on `home/<gateway>/BTtoMQTT/commands`. A fleet
+    /// command is answered by the fleet's spokesman only, not once by every gateway.
+    private func refuse(_ error: CommandError, on topic: String, command: JSONValue?, forFleet: Bool) {
+        GatewayLog.warning("command on \(topic) refused: \(error)")
+        if forFleet, let spokesman = fleet?.spokesman, spokesman != configuration.name { return }
+        let address = ["ble_write_address", "ble_read_address", "id"].lazy.compactMap { command?[$0]?.stringValue }.first
+            .flatMap { JSONFields.isAddress($0) ? $0.uppercased() : nil }
+        var pairs: [(String, JSONValue)] = []
+        if let address { pairs.append(("id", .string(address))) }
+        pairs += [("success", .bool(false)), ("code", .string(error.code)), ("error", .string(error.description))]
+        if let path = error.path { pairs.append(("path", .string(path))) }
+        pairs.append(("gateway", .string(configuration.name)))
+        publishResponse(.object(pairs), address: address)
+    }
+
     private func failure(_ request: GattRequest, _ reason: String) -> JSONValue {
         .object([("id", .string(request.address)), ("service", .string(request.service)), ("characteristic", .string(request.characteristic)),
                  ("success", .bool(false)), ("error", .string(reason)), ("gateway", .string(configuration.name))])
     }
 
     private func publishResponse(_ response: JSONValue, address: String?) {
-        let topicID = address?.uppercased().replacingOccurrences(of: ":", with: "") ?? "commands"
+        var topicID = address?.uppercased().replacingOccurrences(of: ":", with: "") ?? "commands"
+        if let problem = TopicLevel.problem(topicID) {
+            // Addresses are checked at the door; this is the last guard before libmosquitto
+            // would refuse the topic, or a '/' would move the response elsewhere.
+            GatewayLog.warning("response for '\(topicID.prefix(64))' published on \(configuration.advertisementTopic)/commands: the address \(problem)")
+            topicID = "commands"
+        }
         mqtt.publish("\(configuration.advertisementTopic)/\(topicID)", response.data, qos: configuration.qos.commandResponses)
         onGattResponse?(response)
     }

@@ -237,7 +237,7 @@ public final class MQTTClient {
             self.failed("no answer from \(self.options.host):\(self.options.port) within \(limit)")
         }
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            failed("cannot reach \(options.host):\(options.port): \(Self.describe(code))")
+            failed("connect failed: \(Self.describe(code))")
             return
         }
         installWatches()
