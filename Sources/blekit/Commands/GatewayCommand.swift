@@ -39,6 +39,10 @@ enum GatewayCommand: BlekitCommand {
     commands on home/NAME/commands/MQTTtoBT/config: {"white-list":[...]}, {"minrssi":-80},
     {"interval":5000}, {"ble_write_address":MAC,"ble_write_service":UUID,"ble_write_char":UUID,
     "ble_write_value":"0102","value_type":"HEX","ttl":2}, {"ble_read_address":...}, {"cmd":NAME,"id":MAC}.
+    A refused command (over 64 KiB, not JSON, a bad address, UUID or value) is answered on
+    home/NAME/BTtoMQTT/<MAC>, or .../commands, with "success":false, "code", "path" and "error".
+    An unreachable or lost broker is said once on stderr, and its return; "published" counts what
+    libmosquitto wrote (QoS 0) or the broker acknowledged (QoS 1).
     Passive scanning needs BlueZ's AdvertisementMonitor API (experimental in 5.66, bluetoothd -E);
     BleKit scans actively and says so.
     Example: blekit gateway --broker 192.168.1.10 --name kitchen --discovery --min-rssi -90
