@@ -43,6 +43,33 @@ struct GatewayBrokerOutageTests {
         #expect(output.contains("never reached the broker"), "\(output)")
     }
 
+    /// A "broker" that takes the TCP connection and never answers CONNECT (a stuck proxy, a
+    /// full accept queue): the gateway says so after `unreachableWarningDelay`, well within 5 s,
+    /// and the attempt is abandoned at `connectTimeout` and tried again.
+    @Test func silentBrokerIsSaidWithinFiveSeconds() async throws {
+        let listener = try SilentListener()
+        let fixture = try await SimulatorFixture.start(peripherals: Room.crowd(2, interval: 50))
+        defer { fixture.tearDown() }
+        let gateway = try Gateway(configuration: gatewayConfiguration(name: "silent", port: listener.port, bus: fixture) {
+            // Past the warning's delay: the warning comes from the timer, not from a failed attempt.
+            $0.mqtt.connectTimeout = .seconds(4)
+        })
+        var notices: [(line: String, at: ContinuousClock.Instant)] = []
+        gateway.onNotice = { notices.append(($0, ContinuousClock.now)) }
+        let started = ContinuousClock.now
+        gateway.start()
+        defer { gateway.stop() }
+        try await waitUntil("the warning", timeout: .seconds(5)) { !notices.isEmpty }
+        let warning = try #require(notices.first)
+        #expect(warning.line.contains("cannot reach the MQTT broker at 127.0.0.1:\(listener.port)"), "\(warning.line)")
+        #expect(warning.at - started < .seconds(5))
+        #expect(warning.line.contains("no answer yet"), "\(warning.line)")
+        try await waitUntil("the attempt abandoned") { gateway.mqtt.lastError?.contains("no answer") == true }
+        try await waitUntil("advertisements heard") { gateway.statistics.heard > 0 }
+        #expect(gateway.statistics.published == 0)
+        #expect(notices.count == 1, "\(notices.map(\.line))")
+    }
+
     /// mosquitto is killed mid-stream and started again: the loss and the return are each said
     /// once, with the dropped count; nothing counts as published while the broker is away; at
     /// the end the gateway's count matches what an outside subscriber received.
@@ -96,6 +123,36 @@ struct GatewayBrokerOutageTests {
         #expect(notices.filter { $0.contains("is back") }.count == 1, "\(notices)")
         #expect(notices.count == 2, "\(notices)")
     }
+}
+
+/// A loopback port that completes TCP handshakes (the kernel's backlog) and never reads.
+final class SilentListener {
+    let port: Int32
+    private let socket: Int32
+
+    init() throws {
+        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 16) == 0 else {
+            close(descriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        socket = descriptor
+        port = Int32(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(socket) }
 }
 
 /// The built `blekit`, next to the test bundle (`swift build --build-tests` builds it).
