@@ -54,8 +54,11 @@ struct GatewayInputTests {
             guard let command = JSONValue.parse(Data(text.utf8)) else { Issue.record("unparsed \(text)"); continue }
             _ = GattRequest.parse(command, operations: [])
         }
+        // Refused with its path, not clamped without a word (issue 25).
         let ttl = GattRequest.parse(JSONValue.parse(Data(commands[0].utf8)) ?? .null, operations: [])
-        if case .success(let request)? = ttl { #expect(request.attempts == 10) } else { Issue.record("ttl command refused") }
+        guard case .failure(let error)? = ttl else { Issue.record("a ttl of Int.max was accepted"); return }
+        #expect(error.code == "invalid_field")
+        #expect(error.path == "ttl")
     }
 
     @Test func decodersSurviveRandomAndTruncatedFrames() {

@@ -32,6 +32,39 @@ struct MQTTClientTests {
         #expect(Set(recorder.messages.map(\.topic)) == Set((3..<8).map { "buffer/\($0)" }))
     }
 
+    /// QoS 1 messages count as published only once the broker acknowledged them: a burst whose
+    /// broker is killed before it answers is not counted, libmosquitto sends it again after the
+    /// reconnection, and the count then matches what the new broker holds (retained, one topic
+    /// each), plus what the old one acknowledged before it died.
+    @Test func qos1CountsOnlyAcknowledgedMessagesAcrossABrokerKill() async throws {
+        let broker = try MosquittoBroker()
+        let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "acked",
+                                                         reconnectDelay: .milliseconds(100), maximumReconnectDelay: .milliseconds(200)))
+        var tags: [UInt8] = []
+        client.onPublished = { tags.append($0) }
+        client.start()
+        defer { client.close() }
+        try await waitUntil("connected") { client.state == .connected }
+        let count = 200
+        for index in 0..<count { client.publish("burst/\(index)", "m\(index)", qos: 1, retain: true, tag: 7) }
+        // Killed in the same loop turn: no acknowledgement has been read yet.
+        #expect(client.publishedMessages == 0)
+        #expect(client.unconfirmedMessages == count)
+        broker.stop()
+        try await waitUntil("connection lost") { client.state != .connected }
+        let acknowledgedBeforeTheKill = client.publishedMessages
+        try broker.restart()
+        try await waitUntil("every message acknowledged", timeout: .seconds(30)) { client.unconfirmedMessages == 0 && client.connections == 2 }
+        #expect(client.publishedMessages == count)
+        #expect(tags == Array(repeating: 7, count: count))
+        let recorder = try MessageRecorder(port: broker.port, patterns: ["burst/#"])
+        defer { recorder.close() }
+        try await recorder.ready()
+        let burst: ([MQTTClient.Message]) -> Set<String> = { Set($0.map(\.topic).filter { $0.hasPrefix("burst/") }) }
+        try await recorder.wait("the resent messages") { burst($0).count >= count - acknowledgedBeforeTheKill }
+        #expect(burst(recorder.messages).count == count - acknowledgedBeforeTheKill)
+    }
+
     /// A burst of publishes is written under TCP_CORK, and the socket is uncorked once the loop
     /// has run the rest of what was ready: nothing is left waiting for the kernel's 200 ms flush.
     @Test func publishesAreCorkedForOneLoopTurnOnly() async throws {

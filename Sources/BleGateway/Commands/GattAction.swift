@@ -37,6 +37,13 @@ final class GattAction: @preconcurrency PeripheralDelegate {
 
     var address: String { peripheral.address }
 
+    /// Where an operation command's response arrives; the request was checked at the door
+    /// (`OperationCommandSpec.validated(at:)`), so a spec that does not parse never gets here.
+    private var notifyUUID: BluetoothUUID? {
+        guard case .operation(let spec) = request.kind else { return nil }
+        return BluetoothUUID(spec.notify)
+    }
+
     func start() {
         attempt += 1
         phase = "connect"
@@ -55,7 +62,7 @@ final class GattAction: @preconcurrency PeripheralDelegate {
     func connected() {
         guard completion != nil else { return }
         phase = "service discovery"
-        peripheral.discoverServices([BluetoothUUID(string: request.service)])
+        peripheral.discoverServices([request.serviceUUID])
     }
 
     func failedToConnect(_ error: Error?) {
@@ -72,20 +79,20 @@ final class GattAction: @preconcurrency PeripheralDelegate {
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) {
         guard completion != nil, phase == "service discovery" else { return }
         if let error { return retryOrFail("service discovery failed: \(error)") }
-        let wanted = BluetoothUUID(string: request.service)
+        let wanted = request.serviceUUID
         guard let service = peripheral.services?.first(where: { $0.uuid == wanted }) else {
             return finish(.failed("service \(request.service) not found"))
         }
         phase = "characteristic discovery"
-        var characteristics = [BluetoothUUID(string: request.characteristic)]
-        if case .operation(let spec) = request.kind { characteristics.append(BluetoothUUID(string: spec.notify)) }
+        var characteristics = [request.characteristicUUID]
+        if let notify = notifyUUID { characteristics.append(notify) }
         peripheral.discoverCharacteristics(characteristics, for: service)
     }
 
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
         guard completion != nil, phase == "characteristic discovery" else { return }
         if let error { return retryOrFail("characteristic discovery failed: \(error)") }
-        let wanted = BluetoothUUID(string: request.characteristic)
+        let wanted = request.characteristicUUID
         guard let characteristic = service.characteristics?.first(where: { $0.uuid == wanted }) else {
             return finish(.failed("characteristic \(request.characteristic) not found"))
         }
@@ -99,8 +106,7 @@ final class GattAction: @preconcurrency PeripheralDelegate {
             peripheral.writeValue(bytes, for: characteristic, type: type)
             if type == .withoutResponse { finish(.written) }
         case .operation(let spec):
-            let notifyUUID = BluetoothUUID(string: spec.notify)
-            guard let notify = service.characteristics?.first(where: { $0.uuid == notifyUUID }) else {
+            guard let notifyUUID, let notify = service.characteristics?.first(where: { $0.uuid == notifyUUID }) else {
                 return finish(.failed("characteristic \(spec.notify) not found"))
             }
             // The response comes as notifications: the command is written once they are on.
@@ -112,7 +118,7 @@ final class GattAction: @preconcurrency PeripheralDelegate {
 
     func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: Error?) {
         guard completion != nil, phase == "subscribe", case .operation(let spec) = request.kind,
-              characteristic.uuid == BluetoothUUID(string: spec.notify), let write = pendingWrite else { return }
+              characteristic.uuid == notifyUUID, let write = pendingWrite else { return }
         if let error { return retryOrFail("enabling notifications failed: \(error)") }
         phase = "operation \(spec.name)"
         let engine = PeripheralDevice.DeviceCharacteristicValue(peripheral: peripheral, writeCharacteristic: write,
@@ -130,13 +136,13 @@ final class GattAction: @preconcurrency PeripheralDelegate {
     }
 
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: Error?) {
-        guard completion != nil, phase == "read", characteristic.uuid == BluetoothUUID(string: request.characteristic) else { return }
+        guard completion != nil, phase == "read", characteristic.uuid == request.characteristicUUID else { return }
         if let error { return retryOrFail("read failed: \(error)") }
         finish(.read(characteristic.value ?? Data()))
     }
 
     func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: Error?) {
-        guard completion != nil, phase == "write", characteristic.uuid == BluetoothUUID(string: request.characteristic) else { return }
+        guard completion != nil, phase == "write", characteristic.uuid == request.characteristicUUID else { return }
         if let error { return retryOrFail("write failed: \(error)") }
         finish(.written)
     }

@@ -26,54 +26,89 @@ public struct GattRequest: Sendable {
         case float = "FLOAT"
     }
 
-    /// The device.
+    /// The device, `AA:BB:CC:DD:EE:FF`.
     public var address: String
-    /// The service (empty for operation commands: the spec has it).
+    /// The service, as the command gave it (operation commands: as the spec gives it).
     public var service: String
-    /// The characteristic UUID, as the command gave it.
+    /// The characteristic, as the command gave it.
     public var characteristic: String
+    /// `service`, parsed.
+    public var serviceUUID: BluetoothUUID
+    /// `characteristic`, parsed.
+    public var characteristicUUID: BluetoothUUID
     /// Read, write the given bytes, or run a named operation command.
     public var kind: Kind
     /// How values are given and reported.
     public var valueType: ValueType
-    /// Attempts in all (`ttl`), each with its own connection.
+    /// Attempts in all (`ttl`, 1…10), each with its own connection.
     public var attempts: Int
     /// The original `ble_write_value`, echoed in the response.
     public var writtenText: String?
 
-    /// Parses a command object; nil when it is no GATT request, an error text when it is a bad one.
-    public static func parse(_ command: JSONValue, operations: [OperationCommandSpec]) -> Result<GattRequest, GattRequestError>? {
-        let valueType = command["value_type"]?.stringValue.flatMap { ValueType(rawValue: $0.uppercased()) } ?? .string
-        if command["value_type"]?.stringValue != nil && ValueType(rawValue: command["value_type"]?.stringValue?.uppercased() ?? "") == nil {
-            return .failure(.init("value_type must be STRING, HEX, INT or FLOAT"))
+    /// The most attempts a command may ask for (`ttl`, or an operation command's `retries` + 1).
+    public static let maximumAttempts = 10
+    /// The longest value a write may carry (an attribute's maximum length).
+    public static let maximumValueLength = 512
+
+    /// Parses a command object; nil when it is no GATT request (no `ble_write_address`,
+    /// `ble_read_address` or `cmd`), a typed refusal, with the member's path, when it is a bad one.
+    public static func parse(_ command: JSONValue, operations: [OperationCommandSpec]) -> Result<GattRequest, CommandError>? {
+        guard command["ble_write_address"] != nil || command["ble_read_address"] != nil || command["cmd"] != nil else { return nil }
+        do throws(CommandError) {
+            return .success(try parseRequest(JSONFields(command), operations: operations))
+        } catch {
+            return .failure(error)
         }
-        let attempts = max(1, min(10, command["ttl"]?.intValue ?? 1))
-        if let address = command["ble_write_address"]?.stringValue {
-            guard let service = command["ble_write_service"]?.stringValue, let characteristic = command["ble_write_char"]?.stringValue,
-                  let value = command["ble_write_value"] else {
-                return .failure(.init("ble_write needs ble_write_service, ble_write_char and ble_write_value"))
+    }
+
+    private static func parseRequest(_ fields: JSONFields, operations: [OperationCommandSpec]) throws(CommandError) -> GattRequest {
+        var valueType = ValueType.string
+        if let text = try fields.string("value_type", maxLength: 16) {
+            guard let type = ValueType(rawValue: text.uppercased()) else {
+                throw .invalidField(path: "value_type", reason: "'\(text)' is not a value type: use STRING, HEX, INT or FLOAT")
             }
-            let text = value.stringValue ?? value.intValue.map(String.init) ?? value.doubleValue.map { "\($0)" } ?? ""
-            guard let bytes = encode(text, as: valueType) else { return .failure(.init("ble_write_value '\(text)' is not a valid \(valueType.rawValue)")) }
-            return .success(GattRequest(address: address.uppercased(), service: service, characteristic: characteristic,
-                                        kind: .write(bytes), valueType: valueType, attempts: attempts, writtenText: text))
+            valueType = type
         }
-        if let address = command["ble_read_address"]?.stringValue {
-            guard let service = command["ble_read_service"]?.stringValue, let characteristic = command["ble_read_char"]?.stringValue else {
-                return .failure(.init("ble_read needs ble_read_service and ble_read_char"))
+        let attempts = try fields.integer("ttl", in: 1...maximumAttempts) ?? 1
+        if fields.has("ble_write_address") {
+            let needs = "ble_write needs ble_write_address, ble_write_service, ble_write_char and ble_write_value"
+            let address = try fields.address("ble_write_address", needs: needs)
+            let service = try fields.uuid("ble_write_service", needs: needs)
+            let characteristic = try fields.uuid("ble_write_char", needs: needs)
+            guard let value = fields.value["ble_write_value"] else { throw .missingField(path: "ble_write_value", needs: needs) }
+            let text: String
+            switch value {
+            case .string(let string): text = string
+            case .integer(let number): text = String(number)
+            case .number(let number) where number.isFinite: text = "\(number)"
+            default: throw .invalidField(path: "ble_write_value", reason: "must be a string or a number, not \(value.kind)")
             }
-            return .success(GattRequest(address: address.uppercased(), service: service, characteristic: characteristic,
-                                        kind: .read, valueType: valueType, attempts: attempts, writtenText: nil))
-        }
-        if let name = command["cmd"]?.stringValue {
-            guard let address = command["id"]?.stringValue else { return .failure(.init("cmd needs id (the device address)")) }
-            guard let spec = operations.first(where: { $0.name == name }) else {
-                return .failure(.init("no operation command named '\(name)' in the configuration"))
+            guard let bytes = encode(text, as: valueType) else {
+                throw .invalidField(path: "ble_write_value", reason: "'\(text.prefix(64))' is not a valid \(valueType.rawValue) value")
             }
-            return .success(GattRequest(address: address.uppercased(), service: spec.service, characteristic: spec.write,
-                                        kind: .operation(spec), valueType: .hex, attempts: 1 + max(0, spec.retries ?? 0), writtenText: nil))
+            guard bytes.count <= maximumValueLength else {
+                throw .invalidField(path: "ble_write_value", reason: "is \(bytes.count) bytes; a characteristic takes at most \(maximumValueLength)")
+            }
+            return GattRequest(address: address, service: service.text, characteristic: characteristic.text, serviceUUID: service.uuid,
+                               characteristicUUID: characteristic.uuid, kind: .write(bytes), valueType: valueType, attempts: attempts,
+                               writtenText: text)
         }
-        return nil
+        if fields.has("ble_read_address") {
+            let needs = "ble_read needs ble_read_address, ble_read_service and ble_read_char"
+            let address = try fields.address("ble_read_address", needs: needs)
+            let service = try fields.uuid("ble_read_service", needs: needs)
+            let characteristic = try fields.uuid("ble_read_char", needs: needs)
+            return GattRequest(address: address, service: service.text, characteristic: characteristic.text, serviceUUID: service.uuid,
+                               characteristicUUID: characteristic.uuid, kind: .read, valueType: valueType, attempts: attempts, writtenText: nil)
+        }
+        let name = try fields.requiredString("cmd", needs: "cmd names an operation command", maxLength: 128)
+        let address = try fields.address("id", needs: "cmd needs id (the device address)")
+        guard let spec = operations.first(where: { $0.name == name }) else { throw .unknownOperation(name) }
+        // Checked when the configuration was loaded; checked again so a spec made in code cannot trap here.
+        let checked = try spec.validated(at: "operation command '\(name)'")
+        return GattRequest(address: address, service: spec.service, characteristic: spec.write, serviceUUID: checked.service,
+                           characteristicUUID: checked.write, kind: .operation(spec), valueType: .hex,
+                           attempts: 1 + (spec.retries ?? 0), writtenText: nil)
     }
 
     static func encode(_ text: String, as type: ValueType) -> Data? {
@@ -84,7 +119,7 @@ public struct GattRequest: Sendable {
             guard let value = Int32(text) else { return nil }
             return withUnsafeBytes(of: value.littleEndian) { Data($0) }
         case .float:
-            guard let value = Float(text) else { return nil }
+            guard let value = Float(text), value.isFinite else { return nil }
             return withUnsafeBytes(of: value.bitPattern.littleEndian) { Data($0) }
         }
     }
@@ -108,11 +143,4 @@ public struct GattRequest: Sendable {
             return .number(Double(Float(bitPattern: bits)))
         }
     }
-}
-
-/// Why a GATT command was refused before it ran.
-public struct GattRequestError: Error, Sendable, CustomStringConvertible {
-    /// What is wrong.
-    public var description: String
-    init(_ description: String) { self.description = description }
 }

@@ -1,3 +1,4 @@
+import BleCore
 import BleDSL
 import Foundation
 
@@ -70,12 +71,142 @@ public struct OperationCommandSpec: Sendable, Codable, Equatable {
         self.fields = fields
     }
 
-    /// Loads `{"commands": [...]}` or a bare array from a file.
-    public static func load(path: String) throws -> [OperationCommandSpec] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        struct Wrapper: Decodable { var commands: [OperationCommandSpec] }
-        if let wrapped = try? JSONDecoder().decode(Wrapper.self, from: data) { return wrapped.commands }
-        return try JSONDecoder().decode([OperationCommandSpec].self, from: data)
+    /// The UUIDs of a checked spec.
+    public struct CheckedUUIDs: Sendable, Equatable {
+        /// `service`, parsed.
+        public var service: BluetoothUUID
+        /// `write`, parsed.
+        public var write: BluetoothUUID
+        /// `notify`, parsed.
+        public var notify: BluetoothUUID
+    }
+
+    /// The most fields a response may be parsed into.
+    public static let maximumFields = 64
+    /// The longest response a command may wait for.
+    public static let maximumResponseLength = 4096
+    /// The most attempts after the first.
+    public static let maximumRetries = GattRequest.maximumAttempts - 1
+
+    /// Checks every member against its type and bounds, so nothing from a configuration can
+    /// trap later (a bad UUID, `retries` near `Int.max`); `path` names the spec in the message.
+    @discardableResult
+    public func validated(at path: String) throws(CommandError) -> CheckedUUIDs {
+        func at(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+        guard !name.isEmpty, name.utf8.count <= 128 else { throw .invalidField(path: at("name"), reason: "must be 1 to 128 bytes long") }
+        func uuid(_ key: String, _ text: String) throws(CommandError) -> BluetoothUUID {
+            do { return try BluetoothUUID(parsing: text) } catch { throw .invalidField(path: at(key), reason: error.description) }
+        }
+        let uuids = CheckedUUIDs(service: try uuid("service", service), write: try uuid("write", write), notify: try uuid("notify", notify))
+        guard let bytes = Data(hex: command), !bytes.isEmpty, bytes.count <= GattRequest.maximumValueLength else {
+            throw .invalidField(path: at("command"), reason: "'\(command.prefix(64))' must be 1 to \(GattRequest.maximumValueLength) bytes of hex")
+        }
+        guard (1...Self.maximumResponseLength).contains(responseLength) else {
+            throw .invalidField(path: at("responseLength"), reason: "\(responseLength) is out of range: must be from 1 to \(Self.maximumResponseLength)")
+        }
+        if let timeout, !(timeout.isFinite && timeout > 0 && timeout <= 600) {
+            throw .invalidField(path: at("timeout"), reason: "\(timeout) is out of range: must be more than 0 and at most 600 seconds")
+        }
+        if let retries, !(0...Self.maximumRetries).contains(retries) {
+            throw .invalidField(path: at("retries"), reason: "\(retries) is out of range: must be from 0 to \(Self.maximumRetries)")
+        }
+        if let fields {
+            guard fields.count <= Self.maximumFields else {
+                throw .invalidField(path: at("fields"), reason: "has \(fields.count) entries; at most \(Self.maximumFields) are allowed")
+            }
+            for (index, field) in fields.enumerated() {
+                let prefix = at("fields[\(index)]")
+                guard !field.key.isEmpty, field.key.utf8.count <= 64 else { throw .invalidField(path: "\(prefix).key", reason: "must be 1 to 64 bytes long") }
+                guard (1...8).contains(field.size) else { throw .invalidField(path: "\(prefix).size", reason: "\(field.size) is out of range: must be from 1 to 8") }
+                guard field.offset >= 0, field.offset <= responseLength - field.size else {
+                    throw .invalidField(path: "\(prefix).offset", reason: "\(field.offset) puts the field past the \(responseLength)-byte response")
+                }
+                if let scale = field.scale, !scale.isFinite {
+                    throw .invalidField(path: "\(prefix).scale", reason: "must be a finite number")
+                }
+            }
+        }
+        return uuids
+    }
+
+    /// Loads `{"commands": [...]}` or a bare array from a file, every spec checked
+    /// (`validated(at:)`); a refusal names the JSON path of what is wrong.
+    public static func load(path: String) throws(CommandError) -> [OperationCommandSpec] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .unreadableFile(path: path, reason: error.localizedDescription)
+        }
+        guard let json = JSONValue.parse(data) else { throw .invalidJSON }
+        return try parse(json)
+    }
+
+    /// Reads `{"commands": [...]}` or a bare array of specs, as `load(path:)` does.
+    public static func parse(_ json: JSONValue) throws(CommandError) -> [OperationCommandSpec] {
+        let items: [JSONValue]
+        let base: String
+        switch json {
+        case .array(let array):
+            items = array
+            base = ""
+        case .object:
+            let top = try JSONFields(json)
+            try top.refuseUnknown(["commands"])
+            guard case .array(let array)? = json["commands"] else {
+                throw .missingField(path: "commands", needs: "the file holds {\"commands\": [...]} or an array of commands")
+            }
+            items = array
+            base = "commands"
+        default:
+            throw .notAnObject(path: "")
+        }
+        guard items.count <= 1024 else { throw .invalidField(path: base, reason: "has \(items.count) commands; at most 1024 are allowed") }
+        var specs: [OperationCommandSpec] = []
+        var names: Set<String> = []
+        for (index, item) in items.enumerated() {
+            let path = "\(base)[\(index)]"
+            let spec = try OperationCommandSpec(try JSONFields(item, path: path))
+            try spec.validated(at: path)
+            guard names.insert(spec.name).inserted else {
+                throw .invalidField(path: "\(path).name", reason: "'\(spec.name)' is the name of an earlier command too")
+            }
+            specs.append(spec)
+        }
+        return specs
+    }
+
+    private init(_ fields: JSONFields) throws(CommandError) {
+        try fields.refuseUnknown(["name", "service", "write", "notify", "command", "responseLength", "timeout", "retries", "fields"])
+        let needs = "an operation command has name, service, write, notify, command and responseLength"
+        name = try fields.requiredString("name", needs: needs, maxLength: 128)
+        service = try fields.requiredString("service", needs: needs, maxLength: 64)
+        write = try fields.requiredString("write", needs: needs, maxLength: 64)
+        notify = try fields.requiredString("notify", needs: needs, maxLength: 64)
+        command = try fields.requiredString("command", needs: needs, maxLength: 2 * GattRequest.maximumValueLength + 2)
+        guard let length = try fields.integer("responseLength", in: 1...Self.maximumResponseLength) else {
+            throw .missingField(path: fields.path("responseLength"), needs: needs)
+        }
+        responseLength = length
+        timeout = try fields.number("timeout", in: 0...600)
+        retries = try fields.integer("retries", in: 0...Self.maximumRetries)
+        var parsed: [Field]?
+        if let entries = try fields.objects("fields", maxCount: Self.maximumFields) {
+            var list: [Field] = []
+            for entry in entries {
+                try entry.refuseUnknown(["key", "offset", "size", "signed", "scale", "bigEndian"])
+                let needs = "a field has key, offset and size"
+                let key = try entry.requiredString("key", needs: needs, maxLength: 64)
+                guard let offset = try entry.integer("offset", in: 0...(Self.maximumResponseLength - 1)) else {
+                    throw .missingField(path: entry.path("offset"), needs: needs)
+                }
+                guard let size = try entry.integer("size", in: 1...8) else { throw .missingField(path: entry.path("size"), needs: needs) }
+                list.append(Field(key: key, offset: offset, size: size, signed: try entry.bool("signed"),
+                                  scale: try entry.number("scale", in: -1e12...1e12), bigEndian: try entry.bool("bigEndian")))
+            }
+            parsed = list
+        }
+        self.fields = parsed
     }
 
     /// The parsed response, in field order; fields past the end of the response are left out.

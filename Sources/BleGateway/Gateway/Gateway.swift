@@ -12,11 +12,13 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     public struct Statistics: Sendable, Equatable {
         /// Advertisements BleCore reported.
         public var heard = 0
-        /// Advertisement messages published.
+        /// Advertisement messages published: confirmed by libmosquitto, written whole to the
+        /// broker's socket (QoS 0) or acknowledged by the broker (QoS 1 and 2). Messages still
+        /// buffered, dropped or unacknowledged are not counted.
         public var published = 0
         /// Advertisements left out by the lists, the minimum RSSI, the interval or `onlySensors`.
         public var filtered = 0
-        /// Raw frames published on `…/undecoded`.
+        /// Raw frames published on `…/undecoded` (confirmed, as `published`).
         public var undecoded = 0
         /// Commands received.
         public var commands = 0
@@ -36,6 +38,15 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     public private(set) var statistics = Statistics()
     /// Called after each GATT request with its response message (tests and tools).
     public var onGattResponse: (@BleLoop (JSONValue) -> Void)?
+    /// Called with each line about the broker's reachability, as written to standard error (tests and tools).
+    public var onNotice: (@BleLoop (String) -> Void)?
+
+    /// The largest command payload read; larger ones are refused unread (a command is a few hundred bytes).
+    public static let maximumCommandBytes = 64 * 1024
+    /// How long the gateway waits for its first broker connection before it says the broker is unreachable.
+    public static let unreachableWarningDelay: Duration = .seconds(3)
+    private static let advertisementTag: UInt8 = 1
+    private static let undecodedTag: UInt8 = 2
 
     private var peripherals: [String: Peripheral] = [:]
     private var lastPublished: [String: ContinuousClock.Instant] = [:]
@@ -46,9 +57,20 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     private var running: GattAction?
     private var stopped = false
     private let clock = ContinuousClock()
+    private var outage = BrokerOutageReport()
+    private var unreachableTimer: LoopTimer?
 
     /// A gateway for `configuration`; `start()` connects to the broker and to bluetoothd.
     public init(configuration: GatewayConfiguration) throws {
+        let levels: [(String, String?)] = [("name", configuration.name), ("baseTopic", configuration.baseTopic),
+                                           ("fleet", configuration.fleet), ("discoveryPrefix", configuration.discoveryPrefix)]
+        for case let (setting, value?) in levels {
+            if let problem = TopicLevel.problem(value) { throw CommandError.invalidField(path: setting, reason: "'\(value.prefix(64))' \(problem)") }
+        }
+        // Checked here too, for specs made in code: a bad one would trap at its first command.
+        for (index, spec) in configuration.operationCommands.enumerated() {
+            try spec.validated(at: "operationCommands[\(index)]")
+        }
         var configuration = configuration
         configuration.mqtt.will = MQTTOptions.Will(topic: configuration.availabilityTopic, payload: "offline",
                                                    qos: configuration.qos.availability, retain: true)
@@ -67,8 +89,9 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     /// Starts: broker connection (retrying), subscriptions, then scanning once the adapter is on.
     public func start() {
         mqtt.onConnect = { [weak self] in self?.brokerConnected() }
-        mqtt.onDisconnect = { reason in GatewayLog.info("broker connection: \(reason); reconnecting") }
+        mqtt.onDisconnect = { [weak self] reason in self?.brokerLost(reason) }
         mqtt.onMessage = { [weak self] message in self?.received(message) }
+        mqtt.onPublished = { [weak self] tag in self?.confirmed(tag) }
         mqtt.subscribe(configuration.commandTopic, qos: configuration.qos.commands)
         if let fleet, let topic = configuration.fleetCommandTopic {
             mqtt.subscribe(topic, qos: configuration.qos.commands)
@@ -76,6 +99,10 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
             mqtt.subscribe(fleet.availabilityPattern, qos: configuration.qos.fleet)
         }
         mqtt.start()
+        unreachableTimer = LoopTimer.scheduled(after: Self.unreachableWarningDelay) { [weak self] in
+            guard let self, !self.stopped, self.mqtt.state != .connected else { return }
+            self.say(self.outage.unreachable(self.brokerName, reason: self.mqtt.lastError, self.tally, now: self.clock.now))
+        }
         central.delegate = self
         if central.state == .poweredOn { startScan() }
     }
@@ -84,6 +111,7 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     public func stop() {
         guard !stopped else { return }
         stopped = true
+        unreachableTimer?.cancel()
         mqtt.publish(configuration.availabilityTopic, "offline", qos: configuration.qos.availability, retain: true)
         mqtt.close()
         central.stopScan()
@@ -95,12 +123,42 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
     public func crash() {
         guard !stopped else { return }
         stopped = true
+        unreachableTimer?.cancel()
         mqtt.dropConnectionWithoutDisconnect()
         central.stopScan()
         central.close()
     }
 
+    private var brokerName: String { "\(configuration.mqtt.host):\(configuration.mqtt.port)" }
+
+    private var tally: BrokerOutageReport.Tally {
+        .init(published: mqtt.publishedMessages, dropped: mqtt.droppedMessages, buffered: mqtt.bufferedMessages,
+              unconfirmed: mqtt.unconfirmedMessages, capacity: configuration.mqtt.offlineBufferCapacity)
+    }
+
+    private func say(_ line: String?) {
+        guard let line else { return }
+        GatewayLog.notice(line)
+        onNotice?(line)
+    }
+
+    private func brokerLost(_ reason: String) {
+        GatewayLog.info("broker connection: \(reason); reconnecting")
+        guard !stopped else { return }
+        say(outage.lost(brokerName, reason: reason, tally, now: clock.now))
+    }
+
+    private func confirmed(_ tag: UInt8) {
+        switch tag {
+        case Self.advertisementTag: statistics.published += 1
+        case Self.undecodedTag: statistics.undecoded += 1
+        default: break
+        }
+    }
+
     private func brokerConnected() {
+        unreachableTimer?.cancel()
+        say(outage.connected(brokerName, tally, now: clock.now))
         mqtt.publish(configuration.availabilityTopic, "online", qos: configuration.qos.availability, retain: true)
         if configuration.homeAssistantDiscovery, let (topic, payload) = discovery.gatewayConfig(configuration) {
             mqtt.publish(topic, payload.data, qos: configuration.qos.discovery, retain: true)
@@ -145,8 +203,7 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
             for entry in entries {
                 var pairs = message.rawPairs(serviceData: entry)
                 pairs.append(("gateway", .string(configuration.name)))
-                mqtt.publish(topic, JSONValue.object(pairs).data, qos: configuration.qos.advertisements)
-                statistics.undecoded += 1
+                mqtt.publish(topic, JSONValue.object(pairs).data, qos: configuration.qos.advertisements, tag: Self.undecodedTag)
             }
         }
         if configuration.onlySensors && message.decoded == nil {
@@ -162,8 +219,7 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
             lastPublished[address] = now
         }
         mqtt.publish(advertisementTopic(address, message), message.json(gateway: configuration.name).data,
-                     qos: configuration.qos.advertisements)
-        statistics.published += 1
+                     qos: configuration.qos.advertisements, tag: Self.advertisementTag)
         if configuration.homeAssistantDiscovery {
             for (topic, payload) in discovery.configs(for: message, configuration) {
                 mqtt.publish(topic, payload.data, qos: configuration.qos.discovery, retain: true)
@@ -224,18 +280,17 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
         guard message.topic == configuration.commandTopic || forFleet else { return }
         guard !message.retained || !forFleet else { return }
         statistics.commands += 1
-        guard let command = JSONValue.parse(message.payload), case .object = command else {
-            GatewayLog.warning("command on \(message.topic) is not a JSON object; ignored")
-            return
+        guard message.payload.count <= Self.maximumCommandBytes else {
+            return refuse(.payloadTooLarge(bytes: message.payload.count, limit: Self.maximumCommandBytes), on: message.topic, command: nil, forFleet: forFleet)
         }
+        guard let command = JSONValue.parse(message.payload) else { return refuse(.invalidJSON, on: message.topic, command: nil, forFleet: forFleet) }
+        guard case .object = command else { return refuse(.notAnObject(path: ""), on: message.topic, command: nil, forFleet: forFleet) }
         if !forFleet, applyConfiguration(command) { publishSettings() }
         switch GattRequest.parse(command, operations: configuration.operationCommands) {
         case nil:
             break
         case .failure(let error)?:
-            GatewayLog.warning("command refused: \(error)")
-            publishResponse(.object([("success", .bool(false)), ("error", .string(error.description)), ("gateway", .string(configuration.name))]),
-                            address: command["ble_write_address"]?.stringValue ?? command["ble_read_address"]?.stringValue ?? command["id"]?.stringValue)
+            refuse(error, on: message.topic, command: command, forFleet: forFleet)
         case .success(let request)?:
             if forFleet, let fleet {
                 let best = fleet.best(for: request.address, now: clock.now)
@@ -347,13 +402,35 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
         runNext()
     }
 
+    /// Says on stderr and on MQTT why a command was refused: on the device's response topic when
+    /// the command named a valid address, else on `home/<gateway>/BTtoMQTT/commands`. A fleet
+    /// command is answered by the fleet's spokesman only, not once by every gateway.
+    private func refuse(_ error: CommandError, on topic: String, command: JSONValue?, forFleet: Bool) {
+        GatewayLog.warning("command on \(topic) refused: \(error)")
+        if forFleet, let spokesman = fleet?.spokesman, spokesman != configuration.name { return }
+        let address = ["ble_write_address", "ble_read_address", "id"].lazy.compactMap { command?[$0]?.stringValue }.first
+            .flatMap { JSONFields.isAddress($0) ? $0.uppercased() : nil }
+        var pairs: [(String, JSONValue)] = []
+        if let address { pairs.append(("id", .string(address))) }
+        pairs += [("success", .bool(false)), ("code", .string(error.code)), ("error", .string(error.description))]
+        if let path = error.path { pairs.append(("path", .string(path))) }
+        pairs.append(("gateway", .string(configuration.name)))
+        publishResponse(.object(pairs), address: address)
+    }
+
     private func failure(_ request: GattRequest, _ reason: String) -> JSONValue {
         .object([("id", .string(request.address)), ("service", .string(request.service)), ("characteristic", .string(request.characteristic)),
                  ("success", .bool(false)), ("error", .string(reason)), ("gateway", .string(configuration.name))])
     }
 
     private func publishResponse(_ response: JSONValue, address: String?) {
-        let topicID = address?.uppercased().replacingOccurrences(of: ":", with: "") ?? "commands"
+        var topicID = address?.uppercased().replacingOccurrences(of: ":", with: "") ?? "commands"
+        if let problem = TopicLevel.problem(topicID) {
+            // Addresses are checked at the door; this is the last guard before libmosquitto
+            // would refuse the topic, or a '/' would move the response elsewhere.
+            GatewayLog.warning("response for '\(topicID.prefix(64))' published on \(configuration.advertisementTopic)/commands: the address \(problem)")
+            topicID = "commands"
+        }
         mqtt.publish("\(configuration.advertisementTopic)/\(topicID)", response.data, qos: configuration.qos.commandResponses)
         onGattResponse?(response)
     }

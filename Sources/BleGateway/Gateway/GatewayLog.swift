@@ -16,6 +16,11 @@ public enum GatewayLog {
         write("gateway: \(text())")
     }
 
+    /// Said even without `verbose`: something a person running the gateway should know that is not wrong.
+    static func notice(_ text: @autoclosure () -> String) {
+        write("gateway: \(text())")
+    }
+
     static func warning(_ text: @autoclosure () -> String) {
         write("gateway: warning: \(text())")
     }

@@ -37,12 +37,17 @@ public final class MQTTClient {
     public let options: MQTTOptions
     /// Where the connection stands.
     public private(set) var state: State = .idle
-    /// Messages handed to the broker's socket (or libmosquitto's send queue) so far.
+    /// Messages libmosquitto confirmed: written whole to the broker's socket (QoS 0) or
+    /// acknowledged by the broker (QoS 1 and 2). What was only queued is not counted.
     public private(set) var publishedMessages = 0
     /// Messages dropped because the offline buffer was full.
     public var droppedMessages: Int { buffer.dropped }
     /// Messages waiting in the offline buffer.
     public var bufferedMessages: Int { buffer.count }
+    /// Messages libmosquitto accepted but has not confirmed yet: QoS 1 and 2 waiting for the
+    /// broker's acknowledgement (libmosquitto sends them again after a reconnection), QoS 0
+    /// still in its send queue (taken back into the offline buffer if the connection dies).
+    public var unconfirmedMessages: Int { pending.count }
     /// Messages libmosquitto refused outright (a topic with wildcards, a payload too large).
     public private(set) var refusedMessages = 0
     /// Successful connections so far (the first and every reconnection).
@@ -57,6 +62,24 @@ public final class MQTTClient {
     public var onDisconnect: (@BleLoop (String) -> Void)?
     /// Called for every message on a subscription.
     public var onMessage: (@BleLoop (Message) -> Void)?
+    /// Called for every message libmosquitto confirmed (see `publishedMessages`), with the tag it
+    /// was published with, so an owner can count its own kinds of message.
+    public var onPublished: (@BleLoop (UInt8) -> Void)?
+
+    /// A message libmosquitto accepted and has not confirmed, by message id.
+    private struct Pending {
+        var tag: UInt8
+        var sequence: Int
+        /// Kept for QoS 0 only: libmosquitto drops its unsent QoS 0 packets when it reconnects,
+        /// and keeps (and resends) QoS 1 and 2 messages itself.
+        var message: OfflineBuffer.Message?
+    }
+    private var pending: [Int32: Pending] = [:]
+    private var sequence = 0
+    /// libmosquitto may write a QoS 0 packet, and confirm it, inside `mosquitto_publish`, before
+    /// its message id is known here.
+    private var sending = false
+    private var confirmedWhileSending: Int32?
 
     nonisolated(unsafe) private var handle: OpaquePointer?
     private var buffer: OfflineBuffer
@@ -71,6 +94,9 @@ public final class MQTTClient {
     private var uncorkTimer: LoopTimer?
     private var housekeeping: LoopTimer?
     private var reconnectTimer: LoopTimer?
+    /// A broker that never answers (a dropped SYN, a silent proxy) would leave an attempt
+    /// pending for the kernel's two minutes.
+    private var attemptDeadline: LoopTimer?
     private var nextDelay: Duration
     /// Set after the first connect call: later attempts reuse its host and port (mosquitto_reconnect).
     private var attempted = false
@@ -132,6 +158,11 @@ public final class MQTTClient {
             let received = Message(topic: topic, payload: payload, retained: message.pointee.retain)
             BleLoop.assumeIsolated { client.onMessage?(received) }
         }
+        mosquitto_publish_callback_set(created) { _, context, mid in
+            guard let context else { return }
+            let client = Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue()
+            BleLoop.assumeIsolated { client.confirmed(mid) }
+        }
     }
 
     deinit {
@@ -182,6 +213,8 @@ public final class MQTTClient {
         removeWatches()
         housekeeping?.cancel()
         reconnectTimer?.cancel()
+        attemptDeadline?.cancel()
+        attemptDeadline = nil
         housekeeping = nil
         reconnectTimer = nil
         if let handle {
@@ -197,8 +230,14 @@ public final class MQTTClient {
             ? mosquitto_reconnect_async(handle)
             : mosquitto_connect_async(handle, options.host, options.port, options.keepAlive)
         attempted = true
+        attemptDeadline?.cancel()
+        let limit = options.connectTimeout
+        attemptDeadline = LoopTimer.scheduled(after: limit) { [weak self] in
+            guard let self, self.state == .connecting else { return }
+            self.failed("no answer from \(self.options.host):\(self.options.port) within \(limit)")
+        }
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            failed("cannot reach \(options.host):\(options.port): \(Self.describe(code))")
+            failed("connect failed: \(Self.describe(code))")
             return
         }
         installWatches()
@@ -296,6 +335,8 @@ public final class MQTTClient {
             failed("broker refused the connection: \(reason)")
             return
         }
+        attemptDeadline?.cancel()
+        attemptDeadline = nil
         state = .connected
         connections += 1
         lastError = nil
@@ -316,8 +357,11 @@ public final class MQTTClient {
     private func failed(_ reason: String) {
         guard state != .closed else { return }
         lastError = reason
+        attemptDeadline?.cancel()
+        attemptDeadline = nil
         removeWatches()
         state = .waitingToReconnect
+        rebufferUnsentQoS0()
         onDisconnect?(reason)
         let delay = nextDelay
         nextDelay = min(nextDelay * 2, options.maximumReconnectDelay)
@@ -326,9 +370,10 @@ public final class MQTTClient {
 
     // MARK: Messages
 
-    /// Publishes `payload` on `topic`; while offline it waits in the bounded buffer.
-    public func publish(_ topic: String, _ payload: Data, qos: Int32 = 0, retain: Bool = false) {
-        let message = OfflineBuffer.Message(topic: topic, payload: payload, qos: qos, retain: retain)
+    /// Publishes `payload` on `topic`; while offline it waits in the bounded buffer. `tag` comes
+    /// back through `onPublished` once libmosquitto confirms the message.
+    public func publish(_ topic: String, _ payload: Data, qos: Int32 = 0, retain: Bool = false, tag: UInt8 = 0) {
+        let message = OfflineBuffer.Message(topic: topic, payload: payload, qos: qos, retain: retain, tag: tag)
         guard state == .connected else {
             if state != .closed { buffer.append(message) }
             return
@@ -338,25 +383,63 @@ public final class MQTTClient {
     }
 
     /// Publishes a UTF-8 string.
-    public func publish(_ topic: String, _ text: String, qos: Int32 = 0, retain: Bool = false) {
-        publish(topic, Data(text.utf8), qos: qos, retain: retain)
+    public func publish(_ topic: String, _ text: String, qos: Int32 = 0, retain: Bool = false, tag: UInt8 = 0) {
+        publish(topic, Data(text.utf8), qos: qos, retain: retain, tag: tag)
     }
 
     private func send(_ message: OfflineBuffer.Message) {
         guard let handle else { return }
         cork()
+        var mid: Int32 = 0
+        sending = true
+        confirmedWhileSending = nil
         let code = message.payload.withUnsafeBytes { bytes in
-            mosquitto_publish(handle, nil, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos, message.retain)
+            mosquitto_publish(handle, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos, message.retain)
         }
+        sending = false
         if code == MOSQ_ERR_SUCCESS.rawValue {
-            publishedMessages += 1
+            if confirmedWhileSending == mid {
+                count(message.tag)
+            } else {
+                track(mid, message)
+            }
         } else if code == MOSQ_ERR_NO_CONN.rawValue || code == MOSQ_ERR_CONN_LOST.rawValue || code == MOSQ_ERR_ERRNO.rawValue {
-            buffer.append(message)
+            // libmosquitto queued a QoS 1 or 2 message before the write failed and sends it again
+            // after reconnecting; a QoS 0 one is ours to keep.
+            if message.qos > 0 { track(mid, message) } else { buffer.append(message) }
             lost("publish failed: \(Self.describe(code))")
         } else {
             // A topic libmosquitto refuses (wildcards, bad UTF-8) is the caller's error, not the network's.
             refusedMessages += 1
             lastError = "publish to \(message.topic) refused: \(Self.describe(code))"
+        }
+    }
+
+    private func track(_ mid: Int32, _ message: OfflineBuffer.Message) {
+        sequence += 1
+        pending[mid] = Pending(tag: message.tag, sequence: sequence, message: message.qos == 0 ? message : nil)
+    }
+
+    private func confirmed(_ mid: Int32) {
+        if let entry = pending.removeValue(forKey: mid) {
+            count(entry.tag)
+        } else if sending {
+            confirmedWhileSending = mid
+        }
+    }
+
+    private func count(_ tag: UInt8) {
+        publishedMessages += 1
+        onPublished?(tag)
+    }
+
+    /// QoS 0 packets libmosquitto had not written when the connection died: it frees them when
+    /// it reconnects, so they go back to the offline buffer, oldest first, to be sent again.
+    private func rebufferUnsentQoS0() {
+        let unsent = pending.filter { $0.value.message != nil }.sorted { $0.value.sequence < $1.value.sequence }
+        for (mid, entry) in unsent {
+            pending[mid] = nil
+            if let message = entry.message { buffer.append(message) }
         }
     }
 

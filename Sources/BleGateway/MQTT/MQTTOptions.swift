@@ -67,6 +67,8 @@ public struct MQTTOptions: Sendable {
     public var reconnectDelay: Duration
     /// The longest pause between reconnection attempts.
     public var maximumReconnectDelay: Duration
+    /// How long one connection attempt may wait for the broker's CONNACK before it counts as failed.
+    public var connectTimeout: Duration
     /// How many messages are kept while the broker is unreachable; past it the oldest are
     /// dropped and counted (`MQTTClient.droppedMessages`).
     public var offlineBufferCapacity: Int
@@ -74,7 +76,8 @@ public struct MQTTOptions: Sendable {
     /// Options for a broker at `host:port`.
     public init(host: String = "localhost", port: Int32 = 1883, clientID: String, username: String? = nil, password: String? = nil,
                 tls: TLS? = nil, keepAlive: Int32 = 30, will: Will? = nil, reconnectDelay: Duration = .seconds(1),
-                maximumReconnectDelay: Duration = .seconds(60), offlineBufferCapacity: Int = 10_000) {
+                maximumReconnectDelay: Duration = .seconds(60), connectTimeout: Duration = .seconds(10),
+                offlineBufferCapacity: Int = 10_000) {
         self.host = host
         self.port = port
         self.clientID = clientID
@@ -85,6 +88,7 @@ public struct MQTTOptions: Sendable {
         self.will = will
         self.reconnectDelay = reconnectDelay
         self.maximumReconnectDelay = maximumReconnectDelay
+        self.connectTimeout = connectTimeout
         self.offlineBufferCapacity = offlineBufferCapacity
     }
 }

@@ -10,6 +10,8 @@ struct OfflineBuffer {
         var payload: Data
         var qos: Int32
         var retain: Bool
+        /// The owner's kind of message, handed back when it is confirmed.
+        var tag: UInt8 = 0
     }
 
     private var storage: [Message] = []

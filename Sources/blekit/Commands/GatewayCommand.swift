@@ -39,6 +39,10 @@ enum GatewayCommand: BlekitCommand {
     commands on home/NAME/commands/MQTTtoBT/config: {"white-list":[...]}, {"minrssi":-80},
     {"interval":5000}, {"ble_write_address":MAC,"ble_write_service":UUID,"ble_write_char":UUID,
     "ble_write_value":"0102","value_type":"HEX","ttl":2}, {"ble_read_address":...}, {"cmd":NAME,"id":MAC}.
+    A refused command (over 64 KiB, not JSON, a bad address, UUID or value) is answered on
+    home/NAME/BTtoMQTT/<MAC>, or .../commands, with "success":false, "code", "path" and "error".
+    An unreachable or lost broker is said once on stderr, and its return; "published" counts what
+    libmosquitto wrote (QoS 0) or the broker acknowledged (QoS 1).
     Passive scanning needs BlueZ's AdvertisementMonitor API (experimental in 5.66, bluetoothd -E);
     BleKit scans actively and says so.
     Example: blekit gateway --broker 192.168.1.10 --name kitchen --discovery --min-rssi -90
@@ -128,10 +132,10 @@ enum GatewayCommand: BlekitCommand {
             group.cancelAll()
         }
         let advertised = await stopSensor(sensor)
-        let (statistics, connections, dropped, lastError, state) = await stop(gateway)
+        let (statistics, connections, dropped, unsent, lastError, state) = await stop(gateway)
         invocation.out("gateway \(name): heard \(statistics.heard), published \(statistics.published), filtered \(statistics.filtered), "
             + "undecoded \(statistics.undecoded), commands \(statistics.commands) (GATT ok \(statistics.gattSucceeded), failed \(statistics.gattFailed)), "
-            + "broker connections \(connections), dropped \(dropped)")
+            + "broker connections \(connections), dropped \(dropped), unsent \(unsent)")
         if sensor != nil && !advertised {
             invocation.fail("the BTHome advertisement was not accepted by bluetoothd")
             return .failure
@@ -192,8 +196,11 @@ enum GatewayCommand: BlekitCommand {
     }
 
     @BleLoop
-    private static func stop(_ gateway: Gateway) -> (Gateway.Statistics, Int, Int, String?, ManagerState) {
-        let result = (gateway.statistics, gateway.mqtt.connections, gateway.mqtt.droppedMessages, gateway.mqtt.lastError, gateway.central.state)
+    private static func stop(_ gateway: Gateway) -> (Gateway.Statistics, Int, Int, Int, String?, ManagerState) {
+        // Unsent: still buffered, or handed to libmosquitto and never confirmed.
+        let mqtt = gateway.mqtt
+        let result = (gateway.statistics, mqtt.connections, mqtt.droppedMessages, mqtt.bufferedMessages + mqtt.unconfirmedMessages,
+                      mqtt.lastError, gateway.central.state)
         gateway.stop()
         return result
     }
