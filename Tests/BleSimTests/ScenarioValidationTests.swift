@@ -214,13 +214,50 @@ struct ScenarioValidationTests {
 
     // MARK: No trapping conversion
 
-    @Test func aDurationFromAnyNumberDoesNotTrap() {
-        #expect(Duration.clampedMilliseconds(1e300) == .milliseconds(Int64(Duration.longestSimulatedMilliseconds)))
-        #expect(Duration.clampedMilliseconds(.infinity) == .milliseconds(Int64(Duration.longestSimulatedMilliseconds)))
-        #expect(Duration.clampedMilliseconds(.nan) == .zero)
-        #expect(Duration.clampedMilliseconds(-1e300) == .zero)
+    @Test func aDurationFromAnOrdinaryNumberIsThatNumber() {
         #expect(Duration.clampedMilliseconds(7.5) == .microseconds(7500))
-        #expect(TimingModel(connectionIntervalMilliseconds: 1e300, scale: 1e300).intervals(3) == .milliseconds(Int64(Duration.longestSimulatedMilliseconds)))
+        #expect(Duration.clampedMilliseconds(0) == .zero)
+        #expect(Duration.clampedMilliseconds(-5) == .zero)
+    }
+
+    /// The numbers `Duration.milliseconds` traps on, in a child process so that a trap fails
+    /// this test instead of ending the run; a wrong result is a distinct exit status.
+    @Test func aDurationFromAHugeNumberOrNaNDoesNotTrap() async {
+        await #expect(processExitsWith: .success) {
+            let longest = Duration.milliseconds(Int64(Duration.longestSimulatedMilliseconds))
+            let cases: [(Double, Duration)] = [(1e300, longest), (.infinity, longest), (.nan, .zero), (-1e300, .zero), (-.infinity, .zero)]
+            for (number, expected) in cases where Duration.clampedMilliseconds(number) != expected { exit(2) }
+            if TimingModel(connectionIntervalMilliseconds: 1e300, scale: 1e300).intervals(3) != longest { exit(3) }
+            if TimingModel(scale: 1e300).scaled(milliseconds: 1e300) != longest { exit(4) }
+        }
+    }
+
+    /// What crashed `blekit sim` (a scan with `advertisingInterval` 1e300, the expiry check with
+    /// `temporaryTimeout` 1e300) and what could (a periodic rule's and a connect rule's delays),
+    /// set from Swift, where no file bounds them: in a child process, so that a trap fails
+    /// this test instead of ending the test run.
+    @Test func hugeDurationsSetFromSwiftDoNotCrashTheSimulator() async {
+        await #expect(processExitsWith: .success, "the simulator trapped on a huge duration") {
+            try await ScenarioValidationTests.scanAndConnectWithHugeDurations()
+        }
+    }
+
+    @BleLoop
+    static func scanAndConnectWithHugeDurations() async throws {
+        var configuration = Simulator.Configuration()
+        configuration.temporaryTimeoutSeconds = 1e300
+        let characteristic = try #require(SimUUID.full("ff01"))
+        let spec = PeripheralSpec(address: "C0:FF:EE:00:00:01", advertisingIntervalMilliseconds: 1e300,
+                                  services: [ServiceSpec(uuid: "ff00", characteristics: [CharacteristicSpec(uuid: characteristic, flags: ["read", "notify"])])],
+                                  rules: [BehaviourRule(.periodic(milliseconds: 1e300), [.notify(characteristic: characteristic, value: Data([1]), packets: nil)]),
+                                          BehaviourRule(.connect, [.setValue(characteristic: characteristic, value: Data([2]))], latencyMilliseconds: 1e300)])
+        let run = try await ScenarioTests.Run.start(Scenario(configuration: configuration, peripherals: [spec]))
+        defer { run.tearDown() }
+        let device = try await run.discover(spec.address, adapter: "hci0")
+        // Connecting takes the timing model's connection intervals (about 90 ms), so the
+        // scheduler's expiry check (every 50 ms) has run by the time services resolve.
+        try await run.client.bluez(device, Interface.device, "Connect")
+        try await run.log.wait("ServicesResolved") { $0.changes(device, "ServicesResolved", to: .boolean(true)) }
     }
 
     /// `Duration.milliseconds(someDouble)` converts to whole attoseconds and traps on a huge

@@ -132,7 +132,7 @@ public struct Scenario: Sendable, Decodable {
             peripherals = (0..<count).map { index in
                 var spec = PeripheralSpec(address: prefix.uppercased() + String(format: ":%02X:%02X", index >> 8, index & 0xFF),
                                           name: "\(namePrefix)\(index)", rssi: rssi, rssiJitter: jitter,
-                                          manufacturerData: [0xFFFF: Data([UInt8(index >> 8), UInt8(index & 0xFF)])],
+                                          manufacturerData: [0xFFFF: Data([UInt8(truncatingIfNeeded: index >> 8), UInt8(truncatingIfNeeded: index)])],
                                           advertisingIntervalMilliseconds: interval, connectable: connectable)
                 spec.timestampsReports = timestamped
                 return spec
