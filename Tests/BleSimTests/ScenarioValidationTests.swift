@@ -346,7 +346,8 @@ struct ScenarioValidationTests {
 
     /// Every JSON object written as a raw string literal (`#"…"#`, `#"""…"""#`) in the
     /// examples, tests, benchmarks and blekit that is a scenario (holds one of its top-level
-    /// keys), by place; literals with interpolation are left out (they run in their own tests).
+    /// keys) or a peripheral file for `blekit serve` (holds `services`), by place; literals with
+    /// interpolation are left out (they run in their own tests).
     static func embeddedScenarios() throws -> [(place: String, json: String)] {
         let refusedOnPurpose: Set<String> = ["Tests/BleSimTests/ScenarioTests.swift", "Tests/BleSimTests/ScenarioValidationTests.swift",
                                              "Tests/BleReliabilityTests/BadInputTests.swift"]
@@ -360,8 +361,15 @@ struct ScenarioValidationTests {
                 let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
                 for match in text.matches(of: literal) {
                     guard let body = (match.output[1].substring ?? match.output[2].substring).map(String.init), !body.contains(##"\#("##),
-                          let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
-                          !scenarioKeys.isDisjoint(with: object.keys) else { continue }
+                          var object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { continue }
+                    if scenarioKeys.isDisjoint(with: object.keys) {
+                        // A peripheral file for `blekit serve`, which supplies the address.
+                        guard object["services"] != nil else { continue }
+                        if object["address"] == nil { object["address"] = "00:00:00:00:00:00" }
+                        let wrapped = try JSONSerialization.data(withJSONObject: ["peripherals": [object]])
+                        found.append(("\(folder)/\(file)", String(decoding: wrapped, as: UTF8.self)))
+                        continue
+                    }
                     found.append(("\(folder)/\(file)", body))
                 }
             }
