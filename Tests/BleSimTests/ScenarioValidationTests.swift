@@ -398,18 +398,29 @@ struct ScenarioValidationTests {
 
     // MARK: blekit sim
 
-    @Test func blekitSimRefusesAMisspelledScenarioWithTheMessageAndFails() async throws {
+    /// (label, the file, what `blekit sim` must print).
+    static let refusedBySim: [(String, String, String)] = [
+        ("a misspelled key", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "advertisingIntervall": 100}]}"#,
+         "is invalid: line 1, peripherals[0].advertisingIntervall: unknown key 'advertisingIntervall' (did you mean 'advertisingInterval'?); the keys accepted here are 'address', "),
+        ("a huge interval", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "advertisingInterval": 1e300}]}"#,
+         "is invalid: line 1, peripherals[0].advertisingInterval: 1e+300 ms is out of range; use 20…10240 ms"),
+        ("a huge temporary timeout", #"{"temporaryTimeout": 1e300}"#,
+         "is invalid: line 1, temporaryTimeout: 1e+300 s is out of range; use 0.001…86400 s"),
+    ]
+
+    @Test(arguments: ScenarioValidationTests.refusedBySim)
+    func blekitSimRefusesAnInvalidScenarioWithTheMessageAndFails(_ label: String, _ json: String, _ message: String) async throws {
         let blekit = try #require(Subprocess.builtProduct("blekit"), "blekit is built next to the test bundle")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("blesim-\(UUID().uuidString.prefix(8)).json")
-        try Data(#"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "advertisingInterval": 1e300}]}"#.utf8).write(to: file)
+        try Data(json.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let process = try Subprocess([blekit, "sim", file.path], environment: ProcessInfo.processInfo.environment)
-        #expect(await process.waitForEnd(), "blekit sim kept running: \(process.text)")
+        let ended = await process.waitForEnd()
         let status = await process.finish()
-        #expect(status == 1, "exit status \(status.map(String.init) ?? "none (killed by a signal)"): \(process.text)")
-        #expect(process.text.contains("Scenario \(file.path) is invalid: line 1, peripherals[0].advertisingInterval: 1e+300 ms is out of range; use 20…10240 ms"),
-                "\(process.text)")
-        #expect(!process.text.contains("DBUS_SYSTEM_BUS_ADDRESS"), "it must not start serving")
+        #expect(ended, "\(label): blekit sim kept running: \(process.text)")
+        #expect(status == 1, "\(label): exit status \(status.map(String.init) ?? "none (killed by a signal)"): \(process.text)")
+        #expect(process.text.contains("blekit sim: Scenario \(file.path) \(message)"), "\(label): \(process.text)")
+        #expect(!process.text.contains("DBUS_SYSTEM_BUS_ADDRESS"), "\(label): it must not start serving")
     }
 
     /// `peripherals[0].rssi` as a path.

@@ -111,7 +111,15 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
         }
         self.manufacturerData = manufacturerData
         serviceData = (try container.decodeIfPresent([String: HexData].self, forKey: .serviceData) ?? [:]).mapValues(\.data)
+        for uuid in serviceData.keys.sorted() where SimUUID.full(uuid) == nil {
+            throw ScenarioProblem.invalidValue(path: container.path(.serviceData).appending(uuid), value: uuid,
+                                               reason: "service data key '\(uuid)' is not a UUID (use 180d, 0000180d-…, or a 128-bit UUID)")
+        }
         serviceUUIDs = try container.decodeIfPresent([String].self, forKey: .serviceUUIDs) ?? []
+        for (index, uuid) in serviceUUIDs.enumerated() where SimUUID.full(uuid) == nil {
+            throw ScenarioProblem.invalidValue(path: container.path(.serviceUUIDs).appending(index), value: uuid,
+                                               reason: "'\(uuid)' is not a UUID (use 180d, 0000180d-…, or a 128-bit UUID)")
+        }
         advertisingIntervalMilliseconds = try container.number(.advertisingIntervalMilliseconds, .advertisingInterval) ?? 100
         connectable = try container.decodeIfPresent(Bool.self, forKey: .connectable) ?? true
         advertising = try container.decodeIfPresent(Bool.self, forKey: .advertising) ?? true
