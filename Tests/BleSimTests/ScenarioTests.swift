@@ -97,9 +97,9 @@ struct ScenarioTests {
         ("odd hex", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "manufacturerData": {"0x0059": "012"}}]}"#,
          ["peripherals[0].manufacturerData", "'012' is not hex"]),
         ("unknown flag", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "services": [{"uuid": "ff00", "characteristics": [{"uuid": "ff01", "flags": ["read", "shout"]}]}]}]}"#,
-         ["peripherals[0].services[0].characteristics[0].flags", "unknown characteristic flag 'shout'"]),
+         ["peripherals[0].services[0].characteristics[0].flags[1]", "unknown value 'shout'"]),
         ("unknown fault", #"{"faults": [{"explode": true}]}"#,
-         ["faults[0]", "a fault needs one of"]),
+         ["faults[0].explode", "unknown key 'explode'"]),
         ("unknown connect failure", #"{"faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "explode"}]}"#,
          ["faults[0].failure"]),
         ("fault with a bad address", #"{"faults": [{"linkLoss": "nowhere", "afterPackets": 3}]}"#,
@@ -111,23 +111,27 @@ struct ScenarioTests {
         ("wrong type", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "rssi": "loud"}]}"#,
          ["peripherals[0].rssi"]),
         ("out of range", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "rssi": 100000}]}"#,
-         ["peripherals[0].rssi", "not an integer in -32768…32767"]),
+         ["peripherals[0].rssi", "100000 dBm is out of range; use -127…20 dBm"]),
         ("MTU out of range", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "mtu": 70000}]}"#,
-         ["peripherals[0].mtu", "not an integer in 0…65535"]),
+         ["peripherals[0].mtu", "70000 is out of range; use 23…517"]),
         ("fractional MTU", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "mtu": 100.5}]}"#,
          ["peripherals[0].mtu"]),
         ("bad adapter name", #"{"adapters": [{"name": "HCI 0", "address": "00:AA:01:00:00:00"}]}"#,
          ["adapters[0].name", "adapter names look like hci0"]),
         ("duplicate addresses", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01"}, {"address": "c0:ff:ee:00:00:01"}]}"#,
-         ["peripherals", "two peripherals share an address"]),
+         ["peripherals[1].address", "two peripherals share an address"]),
         ("negative timeout", #"{"temporaryTimeout": -1}"#,
-         ["temporaryTimeout", "must be positive"]),
+         ["temporaryTimeout", "-1 s is out of range; use 0.001…86400 s"]),
         ("rule without trigger", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "rules": [{"on": {}, "then": []}]}]}"#,
-         ["peripherals[0].rules[0]", "a rule needs 'on'"]),
+         ["peripherals[0].rules[0].on", "needs one of 'write'"]),
+        ("bad advertised UUID", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "serviceUUIDs": ["180d", "heart"]}]}"#,
+         ["peripherals[0].serviceUUIDs[1]", "'heart' is not a UUID"]),
+        ("bad service data UUID", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "serviceData": {"heart": "01"}}]}"#,
+         ["peripherals[0].serviceData.heart", "'heart' is not a UUID"]),
         ("bad company id", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "manufacturerData": {"apple": "01"}}]}"#,
          ["peripherals[0].manufacturerData", "company id 'apple'"]),
-        ("not JSON", #"{"peripherals": ["#, []),
-        ("not an object", #"[1, 2, 3]"#, []),
+        ("not JSON", #"{"peripherals": ["#, ["not valid JSON"]),
+        ("not an object", #"[1, 2, 3]"#, ["top level: expected an object, found a list"]),
     ]
 
     @Test(arguments: ScenarioTests.malformed)
@@ -136,12 +140,11 @@ struct ScenarioTests {
             _ = try Scenario.parse(Data(json.utf8), name: "broken.json")
             Issue.record("\(label): the scenario was accepted")
         } catch {
-            guard case .invalid(let path, let detail) = error else {
-                Issue.record("\(label): \(error) is not .invalid")
-                return
+            switch error {
+            case .invalid(let file, _, _), .notJSON(let file, _, _): #expect(file == "broken.json")
+            case .unreadable: Issue.record("\(label): \(error) is not .invalid or .notJSON")
             }
-            #expect(path == "broken.json")
-            for mention in mentions { #expect(detail.contains(mention), "\(label): \(detail)") }
+            for mention in mentions { #expect(error.description.contains(mention), "\(label): \(error)") }
             #expect(error.description.hasPrefix("Scenario broken.json is invalid: "))
         }
     }

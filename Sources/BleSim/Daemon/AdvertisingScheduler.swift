@@ -39,7 +39,7 @@ final class AdvertisingScheduler {
         let now = clock.now
         for peripheral in simulator.air where peripheral.isAdvertising {
             adapter.hear(peripheral.nextReport(), from: peripheral, now: now)
-            due[ObjectIdentifier(peripheral)] = now + .milliseconds(peripheral.advertisingInterval)
+            due[ObjectIdentifier(peripheral)] = now + .clampedMilliseconds(peripheral.advertisingInterval)
         }
     }
 
@@ -49,7 +49,7 @@ final class AdvertisingScheduler {
         if !scanning.isEmpty {
             for peripheral in simulator.air where peripheral.isAdvertising {
                 let key = ObjectIdentifier(peripheral)
-                let interval = Duration.milliseconds(peripheral.advertisingInterval)
+                let interval = Duration.clampedMilliseconds(peripheral.advertisingInterval)
                 guard let next = due[key] else {
                     due[key] = now + interval
                     continue
@@ -68,7 +68,7 @@ final class AdvertisingScheduler {
         }
         if now - lastExpiryCheck >= .milliseconds(50) {
             lastExpiryCheck = now
-            let timeout = Duration.milliseconds(simulator.configuration.temporaryTimeoutSeconds * 1000)
+            let timeout = Duration.clampedMilliseconds(simulator.configuration.temporaryTimeoutSeconds * 1000)
             for adapter in simulator.adapters { adapter.expireDevices(now: now, timeout: timeout) }
         }
     }

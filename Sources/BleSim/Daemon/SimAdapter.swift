@@ -257,7 +257,7 @@ public final class SimAdapter {
             // The last session, on a slow controller: answered when the controller confirms.
             let sender = call.sender
             stoppingSessions.insert(sender)
-            simulator.clock.after(.milliseconds(delay)) { [weak self] in
+            simulator.clock.after(.clampedMilliseconds(delay)) { [weak self] in
                 call.reply()
                 guard let self, self.stoppingSessions.remove(sender) != nil else { return }
                 if self.sessions.removeValue(forKey: sender) != nil, self.sessions.isEmpty { self.endDiscovery() }

@@ -395,7 +395,7 @@ public final class SimDevice {
                 } else if let delay = self.simulator.faults.servicesResolvedEarly(address: self.address) {
                     // bluez #1489: ServicesResolved=true while the objects are not exported yet.
                     self.changed([BlueZ.Device1.uuids.name, BlueZ.Device1.servicesResolved.name])
-                    self.simulator.clock.after(.milliseconds(delay)) { [weak self] in
+                    self.simulator.clock.after(.clampedMilliseconds(delay)) { [weak self] in
                         guard let self, self.gatt === tree else { return }
                         tree.export()
                         if let link = self.link { tree.linkUp(link) }

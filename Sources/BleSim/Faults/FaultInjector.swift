@@ -7,7 +7,7 @@ import Foundation
 @BleLoop
 public final class FaultInjector {
     /// How a `Connect` fails.
-    public enum ConnectFailure: String, Sendable, Codable {
+    public enum ConnectFailure: String, Sendable, Codable, CaseIterable {
         /// `Connected` turns true briefly, then `Failed "le-connection-abort-by-local"`.
         case abortByLocal
         /// `org.bluez.Error.InProgress "In Progress"` at once.
@@ -19,7 +19,7 @@ public final class FaultInjector {
     }
 
     /// Which GATT operation an ATT error applies to.
-    public enum Operation: String, Sendable, Codable {
+    public enum Operation: String, Sendable, Codable, CaseIterable {
         /// ReadValue.
         case read
         /// WriteValue (and AcquireWrite packets).

@@ -101,7 +101,8 @@ public final class SimLink {
         self.adapter = adapter
         self.device = device
         self.server = server
-        self.mtu = server.mtu
+        // ATT's minimum: a spec set from Swift with less would make every MTU − 3 payload negative.
+        self.mtu = max(23, server.mtu)
     }
 
     /// The central's address (the adapter's).

@@ -49,61 +49,76 @@ public struct BehaviourRule: Sendable, Codable, Equatable {
         self.latencyMilliseconds = latencyMilliseconds
     }
 
-    private enum CodingKeys: String, CodingKey { case on, then, latency }
-    private enum TriggerKeys: String, CodingKey { case write, read, subscribe, connect, prefix, every }
-    private enum ResponseKeys: String, CodingKey { case notify, echo, setValue, value, packets, reply, attError, disconnect, characteristic }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case on, then, latency }
+    private enum TriggerKeys: String, CodingKey, CaseIterable { case write, read, subscribe, connect, every, prefix }
+    private enum ResponseKeys: String, CodingKey, CaseIterable { case notify, echo, setValue, reply, attError, disconnect, value, packets }
 
     /// JSON: `{"on": {"write": "fff1", "prefix": "01"}, "then": [{"notify": "fff2", "value": "0102", "packets": 2}], "latency": 10}`.
+    /// `on` holds exactly one trigger and each response exactly one action, with only the keys
+    /// that action reads; anything else is a `ScenarioProblem` naming the place.
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let on = try container.nestedContainer(keyedBy: TriggerKeys.self, forKey: .on)
-        if let characteristic = try on.decodeIfPresent(String.self, forKey: .write) {
-            trigger = .write(characteristic: try SimUUID.decode(characteristic, in: on, key: .write),
-                             prefix: try on.decodeIfPresent(HexData.self, forKey: .prefix)?.data)
-        } else if let characteristic = try on.decodeIfPresent(String.self, forKey: .read) {
-            trigger = .read(characteristic: try SimUUID.decode(characteristic, in: on, key: .read))
-        } else if let characteristic = try on.decodeIfPresent(String.self, forKey: .subscribe) {
-            trigger = .subscribe(characteristic: try SimUUID.decode(characteristic, in: on, key: .subscribe))
-        } else if try on.decodeIfPresent(Bool.self, forKey: .connect) == true {
-            trigger = .connect
-        } else if let every = try on.decodeIfPresent(Double.self, forKey: .every) {
-            guard every >= 7.5 else {
-                throw DecodingError.dataCorruptedError(forKey: .every, in: on, debugDescription: "periodic rules need at least 7.5 ms (one connection interval)")
-            }
-            trigger = .periodic(milliseconds: every)
-        } else {
-            throw DecodingError.dataCorruptedError(forKey: .on, in: container,
-                                                   debugDescription: "a rule needs 'on' with one of write, read, subscribe, connect or every")
-        }
-        var responses: [Response] = []
-        var list = try container.nestedUnkeyedContainer(forKey: .then)
-        while !list.isAtEnd {
-            let item = try list.nestedContainer(keyedBy: ResponseKeys.self)
-            if let characteristic = try item.decodeIfPresent(String.self, forKey: .notify) {
-                let packets = try item.decodeIfPresent(Int.self, forKey: .packets)
-                if let packets, packets < 1 {
-                    throw DecodingError.dataCorruptedError(forKey: .packets, in: item, debugDescription: "packets must be at least 1")
+        let container = try decoder.scenarioObject(CodingKeys.self)
+        trigger = try container.decode(TriggerEntry.self, forKey: .on).trigger
+        responses = try container.decode([ResponseEntry].self, forKey: .then).map(\.response)
+        latencyMilliseconds = try container.number(.latency, .delay) ?? 0
+    }
+
+    /// A rule's `on`: `{"write": UUID, "prefix": HEX}`, `{"read": UUID}`, `{"subscribe": UUID}`,
+    /// `{"connect": true}` or `{"every": MS}`.
+    private struct TriggerEntry: Decodable {
+        var trigger: Trigger
+
+        init(from decoder: Decoder) throws {
+            let kind = try decoder.scenarioChoice([TriggerKeys.write, .read, .subscribe, .connect, .every])
+            try decoder.refuseUnknownKeys(accepting: (kind == .write ? [kind, .prefix] : [kind]).map(\.stringValue))
+            let on = try decoder.container(keyedBy: TriggerKeys.self)
+            switch kind {
+            case .write: trigger = .write(characteristic: try on.uuid(.write), prefix: try on.decodeIfPresent(HexData.self, forKey: .prefix)?.data)
+            case .read: trigger = .read(characteristic: try on.uuid(.read))
+            case .subscribe: trigger = .subscribe(characteristic: try on.uuid(.subscribe))
+            case .connect:
+                try on.marker(.connect)
+                trigger = .connect
+            case .every, .prefix:
+                guard let every = try on.number(.every, .period) else {
+                    throw ScenarioProblem.wrongType(path: on.path(.every), expected: "a number of milliseconds", found: "null")
                 }
-                responses.append(.notify(characteristic: try SimUUID.decode(characteristic, in: item, key: .notify),
-                                         value: try item.decode(HexData.self, forKey: .value).data, packets: packets))
-            } else if let characteristic = try item.decodeIfPresent(String.self, forKey: .echo) {
-                responses.append(.echo(characteristic: try SimUUID.decode(characteristic, in: item, key: .echo)))
-            } else if let characteristic = try item.decodeIfPresent(String.self, forKey: .setValue) {
-                responses.append(.setValue(characteristic: try SimUUID.decode(characteristic, in: item, key: .setValue),
-                                           value: try item.decode(HexData.self, forKey: .value).data))
-            } else if let value = try item.decodeIfPresent(HexData.self, forKey: .reply) {
-                responses.append(.reply(value: value.data))
-            } else if let code = try item.decodeIfPresent(UInt8.self, forKey: .attError) {
-                responses.append(.attError(code: code))
-            } else if try item.decodeIfPresent(Bool.self, forKey: .disconnect) == true {
-                responses.append(.disconnect)
-            } else {
-                throw DecodingError.dataCorruptedError(forKey: .notify, in: item,
-                                                       debugDescription: "a response needs one of notify, echo, setValue, reply, attError, disconnect")
+                trigger = .periodic(milliseconds: every)
             }
         }
-        self.responses = responses
-        latencyMilliseconds = try container.decodeIfPresent(Double.self, forKey: .latency) ?? 0
+    }
+
+    /// One of a rule's `then`: `{"notify": UUID, "value": HEX, "packets": N}`, `{"echo": UUID}`,
+    /// `{"setValue": UUID, "value": HEX}`, `{"reply": HEX}`, `{"attError": CODE}` or `{"disconnect": true}`.
+    private struct ResponseEntry: Decodable {
+        var response: Response
+
+        init(from decoder: Decoder) throws {
+            let kind = try decoder.scenarioChoice([ResponseKeys.notify, .echo, .setValue, .reply, .attError, .disconnect])
+            let accepted: [ResponseKeys] = switch kind {
+            case .notify: [kind, .value, .packets]
+            case .setValue: [kind, .value]
+            default: [kind]
+            }
+            try decoder.refuseUnknownKeys(accepting: accepted.map(\.stringValue))
+            let item = try decoder.container(keyedBy: ResponseKeys.self)
+            switch kind {
+            case .notify:
+                response = .notify(characteristic: try item.uuid(.notify), value: try item.decode(HexData.self, forKey: .value).data,
+                                   packets: try item.integer(Int.self, .packets, .count))
+            case .echo: response = .echo(characteristic: try item.uuid(.echo))
+            case .setValue: response = .setValue(characteristic: try item.uuid(.setValue), value: try item.attributeValue(.value))
+            case .reply: response = .reply(value: try item.attributeValue(.reply))
+            case .attError, .value, .packets:
+                guard let code = try item.integer(UInt8.self, .attError, .attErrorCode) else {
+                    throw ScenarioProblem.wrongType(path: item.path(.attError), expected: "an ATT error code", found: "null")
+                }
+                response = .attError(code: code)
+            case .disconnect:
+                try item.marker(.disconnect)
+                response = .disconnect
+            }
+        }
     }
 
     /// Writes the JSON form.

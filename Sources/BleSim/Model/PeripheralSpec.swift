@@ -47,7 +47,7 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
     public var timestampsReports = false
 
     /// `public` or `random`.
-    public enum AddressType: String, Sendable, Codable, Equatable {
+    public enum AddressType: String, Sendable, Codable, Equatable, CaseIterable {
         /// A public (IEEE) address.
         case `public`
         /// A random address.
@@ -81,52 +81,49 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
         self.rules = rules
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case address, addressType, name, gapName, rssi, rssiJitter, txPower, manufacturerData, serviceData
         case serviceUUIDs, advertisingIntervalMilliseconds = "advertisingInterval", connectable, advertising, mtu
         case services, servicesAfterReconnect, rules
     }
 
     /// Reads a spec from JSON; every field but `address` has a default, and byte values are
-    /// hex strings (`"01ff"`).
+    /// hex strings (`"01ff"`). An unknown key, a wrong type or a number out of range is a
+    /// `ScenarioProblem` naming the field.
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let address = try container.decode(String.self, forKey: .address)
-        guard SimAddress.isValid(address) else {
-            throw DecodingError.dataCorruptedError(forKey: .address, in: container,
-                                                   debugDescription: "'\(address)' is not an address like AA:BB:CC:DD:EE:FF")
-        }
-        self.address = address.uppercased()
-        addressType = try container.decodeIfPresent(AddressType.self, forKey: .addressType) ?? .public
+        let container = try decoder.scenarioObject(CodingKeys.self)
+        address = try container.address(.address)
+        addressType = try container.name(AddressType.self, .addressType) ?? .public
         name = try container.decodeIfPresent(String.self, forKey: .name)
         gapName = try container.decodeIfPresent(String.self, forKey: .gapName)
-        rssi = try container.decodeIntegerIfPresent(Int16.self, forKey: .rssi) ?? -60
-        rssiJitter = try container.decodeIntegerIfPresent(Int16.self, forKey: .rssiJitter) ?? 0
-        txPower = try container.decodeIntegerIfPresent(Int16.self, forKey: .txPower)
+        rssi = try container.integer(Int16.self, .rssi, .power) ?? -60
+        rssiJitter = try container.integer(Int16.self, .rssiJitter, .rssiJitter) ?? 0
+        txPower = try container.integer(Int16.self, .txPower, .power)
         let manufacturer = try container.decodeIfPresent([String: HexData].self, forKey: .manufacturerData) ?? [:]
         var manufacturerData: [UInt16: Data] = [:]
         for (key, value) in manufacturer {
             let trimmed = key.hasPrefix("0x") ? String(key.dropFirst(2)) : key
             guard let company = key.hasPrefix("0x") ? UInt16(trimmed, radix: 16) : UInt16(trimmed) else {
-                throw DecodingError.dataCorruptedError(forKey: .manufacturerData, in: container,
-                                                       debugDescription: "company id '\(key)' is not a 16-bit number (decimal or 0x hex)")
+                throw ScenarioProblem.invalidValue(path: container.path(.manufacturerData).appending(key), value: key,
+                                                   reason: "company id '\(key)' is not a 16-bit number (decimal or 0x hex)")
             }
             manufacturerData[company] = value.data
         }
         self.manufacturerData = manufacturerData
         serviceData = (try container.decodeIfPresent([String: HexData].self, forKey: .serviceData) ?? [:]).mapValues(\.data)
-        serviceUUIDs = try container.decodeIfPresent([String].self, forKey: .serviceUUIDs) ?? []
-        advertisingIntervalMilliseconds = try container.decodeIfPresent(Double.self, forKey: .advertisingIntervalMilliseconds) ?? 100
-        guard advertisingIntervalMilliseconds >= 20 else {
-            throw DecodingError.dataCorruptedError(forKey: .advertisingIntervalMilliseconds, in: container,
-                                                   debugDescription: "advertising interval must be at least 20 ms")
+        for uuid in serviceData.keys.sorted() where SimUUID.full(uuid) == nil {
+            throw ScenarioProblem.invalidValue(path: container.path(.serviceData).appending(uuid), value: uuid,
+                                               reason: "service data key '\(uuid)' is not a UUID (use 180d, 0000180d-…, or a 128-bit UUID)")
         }
+        serviceUUIDs = try container.decodeIfPresent([String].self, forKey: .serviceUUIDs) ?? []
+        for (index, uuid) in serviceUUIDs.enumerated() where SimUUID.full(uuid) == nil {
+            throw ScenarioProblem.invalidValue(path: container.path(.serviceUUIDs).appending(index), value: uuid,
+                                               reason: "'\(uuid)' is not a UUID (use 180d, 0000180d-…, or a 128-bit UUID)")
+        }
+        advertisingIntervalMilliseconds = try container.number(.advertisingIntervalMilliseconds, .advertisingInterval) ?? 100
         connectable = try container.decodeIfPresent(Bool.self, forKey: .connectable) ?? true
         advertising = try container.decodeIfPresent(Bool.self, forKey: .advertising) ?? true
-        mtu = try container.decodeIntegerIfPresent(UInt16.self, forKey: .mtu) ?? 517
-        guard mtu >= 23 else {
-            throw DecodingError.dataCorruptedError(forKey: .mtu, in: container, debugDescription: "MTU must be at least 23")
-        }
+        mtu = try container.integer(UInt16.self, .mtu, .mtu) ?? 517
         services = try container.decodeIfPresent([ServiceSpec].self, forKey: .services) ?? []
         servicesAfterReconnect = try container.decodeIfPresent([ServiceSpec].self, forKey: .servicesAfterReconnect)
         rules = try container.decodeIfPresent([BehaviourRule].self, forKey: .rules) ?? []
@@ -156,19 +153,6 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
     }
 }
 
-extension KeyedDecodingContainer {
-    /// A narrow integer read through `Double`, so that a number out of range is an error naming
-    /// the field: Foundation's JSONDecoder reports it as "not valid JSON" at the top level.
-    func decodeIntegerIfPresent<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let number = try decodeIfPresent(Double.self, forKey: key) else { return nil }
-        guard let value = T(exactly: number) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self,
-                                                   debugDescription: "\(number) is not an integer in \(T.min)…\(T.max)")
-        }
-        return value
-    }
-}
-
 /// A primary service of a virtual peripheral.
 public struct ServiceSpec: Sendable, Codable, Equatable {
     /// The service UUID (16-, 32- or 128-bit form).
@@ -185,12 +169,12 @@ public struct ServiceSpec: Sendable, Codable, Equatable {
         self.characteristics = characteristics
     }
 
-    enum CodingKeys: String, CodingKey { case uuid, primary, characteristics }
+    enum CodingKeys: String, CodingKey, CaseIterable { case uuid, primary, characteristics }
 
     /// Reads a service; `primary` defaults to true.
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
+        let container = try decoder.scenarioObject(CodingKeys.self)
+        uuid = try container.uuid(.uuid)
         primary = try container.decodeIfPresent(Bool.self, forKey: .primary) ?? true
         characteristics = try container.decodeIfPresent([CharacteristicSpec].self, forKey: .characteristics) ?? []
     }
@@ -219,22 +203,14 @@ public struct CharacteristicSpec: Sendable, Codable, Equatable {
         self.descriptors = descriptors
     }
 
-    enum CodingKeys: String, CodingKey { case uuid, flags, value, descriptors }
+    enum CodingKeys: String, CodingKey, CaseIterable { case uuid, flags, value, descriptors }
 
     /// Reads a characteristic; unknown flags are an error, so typos do not pass silently.
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
-        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? [BlueZ.GattFlag.read]
-        if let unknown = flags.first(where: { !CharacteristicSpec.knownFlags.contains($0) }) {
-            throw DecodingError.dataCorruptedError(forKey: .flags, in: container,
-                                                   debugDescription: "unknown characteristic flag '\(unknown)'")
-        }
-        value = try container.decodeIfPresent(HexData.self, forKey: .value)?.data ?? Data()
-        guard value.count <= 512 else {
-            throw DecodingError.dataCorruptedError(forKey: .value, in: container,
-                                                   debugDescription: "a value holds at most 512 bytes")
-        }
+        let container = try decoder.scenarioObject(CodingKeys.self)
+        uuid = try container.uuid(.uuid)
+        flags = try container.flags(.flags)
+        value = try container.attributeValue(.value)
         descriptors = try container.decodeIfPresent([DescriptorSpec].self, forKey: .descriptors) ?? []
     }
 
@@ -264,14 +240,15 @@ public struct DescriptorSpec: Sendable, Codable, Equatable {
         self.value = value
     }
 
-    enum CodingKeys: String, CodingKey { case uuid, flags, value }
+    enum CodingKeys: String, CodingKey, CaseIterable { case uuid, flags, value }
 
-    /// Reads a descriptor.
+    /// Reads a descriptor; like a characteristic's, its flags are BlueZ's names and its value
+    /// at most 512 bytes.
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        uuid = try SimUUID.decode(container.decode(String.self, forKey: .uuid), in: container, key: .uuid)
-        flags = try container.decodeIfPresent([String].self, forKey: .flags) ?? [BlueZ.GattFlag.read]
-        value = try container.decodeIfPresent(HexData.self, forKey: .value)?.data ?? Data()
+        let container = try decoder.scenarioObject(CodingKeys.self)
+        uuid = try container.uuid(.uuid)
+        flags = try container.flags(.flags)
+        value = try container.attributeValue(.value)
     }
 
     /// Writes the JSON form.
@@ -295,8 +272,8 @@ public struct HexData: Sendable, Codable, Equatable {
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let data = HexData.parse(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                    debugDescription: "'\(text)' is not hex bytes like \"01ff\""))
+            throw ScenarioProblem.invalidValue(path: ScenarioPath(decoder.codingPath), value: text,
+                                               reason: "'\(text)' is not hex bytes like \"01ff\"")
         }
         self.data = data
     }

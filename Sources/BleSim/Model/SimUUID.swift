@@ -24,14 +24,6 @@ public enum SimUUID {
         guard let full = full(text), full.hasSuffix(baseSuffix), full.hasPrefix("0000") else { return nil }
         return UInt16(full.dropFirst(4).prefix(4), radix: 16)
     }
-
-    static func decode<Key: CodingKey>(_ text: String, in container: KeyedDecodingContainer<Key>, key: Key) throws -> String {
-        guard let full = full(text) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: container,
-                                                   debugDescription: "'\(text)' is not a UUID (use 180d, 0000180d-…, or a 128-bit UUID)")
-        }
-        return full
-    }
 }
 
 /// Bluetooth device address text.

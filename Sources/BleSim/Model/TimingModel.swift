@@ -36,12 +36,12 @@ public struct TimingModel: Sendable, Codable, Equatable {
 
     /// `intervals` connection intervals, scaled.
     public func intervals(_ intervals: Double) -> Duration {
-        .milliseconds(max(0, intervals * connectionIntervalMilliseconds * scale))
+        .clampedMilliseconds(intervals * connectionIntervalMilliseconds * scale)
     }
 
     /// A fixed time, scaled.
     public func scaled(milliseconds: Double) -> Duration {
-        .milliseconds(max(0, milliseconds * scale))
+        .clampedMilliseconds(milliseconds * scale)
     }
 
     /// Connection intervals a transfer of `length` bytes takes at `mtu`.

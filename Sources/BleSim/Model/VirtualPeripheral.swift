@@ -186,7 +186,7 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
         guard periodicTimers.isEmpty else { return }
         for rule in spec.rules {
             guard case .periodic(let milliseconds) = rule.trigger else { continue }
-            let interval = Duration.milliseconds(max(7.5, milliseconds))
+            let interval = Duration.clampedMilliseconds(max(7.5, milliseconds))
             periodicTimers.append(LoopTimer.scheduled(after: interval, repeating: interval) { [weak self] in
                 guard let self, let link = self.links.first else { return }
                 for response in rule.responses { self.perform(response, written: nil, link: link) }
@@ -206,7 +206,7 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
             }
             let rules = spec.rules.filter { $0.trigger == .read(characteristic: characteristic.uuid) }
             if let rule = rules.first {
-                let latency = Duration.milliseconds(rule.latencyMilliseconds)
+                let latency = Duration.clampedMilliseconds(rule.latencyMilliseconds)
                 simulator.clock.after(latency) { [weak self] in
                     guard let self else { return }
                     var answered = false
@@ -297,7 +297,7 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
 
     private func run(rules: [BehaviourRule], written: Data?, link: SimLink) {
         for rule in rules {
-            simulator.clock.after(.milliseconds(rule.latencyMilliseconds)) { [weak self] in
+            simulator.clock.after(.clampedMilliseconds(rule.latencyMilliseconds)) { [weak self] in
                 guard let self else { return }
                 for response in rule.responses { self.perform(response, written: written, link: link) }
             }

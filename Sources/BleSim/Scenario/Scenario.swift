@@ -20,108 +20,37 @@ public struct Scenario: Sendable, Decodable {
     /// Faults armed at start.
     public var faults: [FaultSpec]
 
-    /// One fault in a scenario file.
-    public enum FaultSpec: Sendable, Decodable, Equatable {
-        /// `{"connect": ADDRESS, "failure": "abortByLocal|inProgress|neverAnswer|timeout", "times": N}`
-        case connect(address: String, failure: FaultInjector.ConnectFailure, times: Int?)
-        /// `{"linkLoss": ADDRESS, "afterPackets": N}`
-        case linkLoss(address: String, afterPackets: Int)
-        /// `{"attError": ADDRESS, "characteristic": UUID, "operation": "read|write", "code": 14, "times": N}`
-        case attError(address: String, characteristic: String, operation: FaultInjector.Operation, code: UInt8, times: Int?)
-        /// `{"notifications": ADDRESS, "dropEvery": N}` or `{"notifications": ADDRESS, "duplicate": true}`
-        /// or `{"notifications": ADDRESS, "reorder": true}`
-        case notifications(address: String, fault: FaultInjector.NotificationFault)
-        /// `{"neverReply": MEMBER, "times": N}`
-        case neverReply(member: String, times: Int?)
-        /// `{"accessDenied": true}`
-        case accessDenied
+    private enum Keys: String, CodingKey, CaseIterable { case adapters, temporaryTimeout, timing, peripherals, crowd, faults }
 
-        private enum Keys: String, CodingKey {
-            case connect, failure, times, linkLoss, afterPackets, attError, characteristic, operation, code
-            case notifications, dropEvery, duplicate, reorder, neverReply, accessDenied
-        }
-
-        /// Reads one fault; an unknown shape is an error naming the accepted keys.
-        public init(from decoder: Decoder) throws {
-            let container = try decoder.container(keyedBy: Keys.self)
-            if let address = try container.decodeIfPresent(String.self, forKey: .connect) {
-                self = .connect(address: try Scenario.address(address, container, .connect),
-                                failure: try container.decode(FaultInjector.ConnectFailure.self, forKey: .failure),
-                                times: try container.decodeIfPresent(Int.self, forKey: .times))
-            } else if let address = try container.decodeIfPresent(String.self, forKey: .linkLoss) {
-                self = .linkLoss(address: try Scenario.address(address, container, .linkLoss),
-                                 afterPackets: try container.decode(Int.self, forKey: .afterPackets))
-            } else if let address = try container.decodeIfPresent(String.self, forKey: .attError) {
-                self = .attError(address: try Scenario.address(address, container, .attError),
-                                 characteristic: try SimUUID.decode(container.decode(String.self, forKey: .characteristic),
-                                                                    in: container, key: .characteristic),
-                                 operation: try container.decode(FaultInjector.Operation.self, forKey: .operation),
-                                 code: try container.decode(UInt8.self, forKey: .code),
-                                 times: try container.decodeIfPresent(Int.self, forKey: .times))
-            } else if let address = try container.decodeIfPresent(String.self, forKey: .notifications) {
-                let checked = try Scenario.address(address, container, .notifications)
-                if let every = try container.decodeIfPresent(Int.self, forKey: .dropEvery) {
-                    guard every > 0 else {
-                        throw DecodingError.dataCorruptedError(forKey: .dropEvery, in: container, debugDescription: "dropEvery must be at least 1")
-                    }
-                    self = .notifications(address: checked, fault: .dropEvery(every))
-                } else if try container.decodeIfPresent(Bool.self, forKey: .duplicate) == true {
-                    self = .notifications(address: checked, fault: .duplicate)
-                } else if try container.decodeIfPresent(Bool.self, forKey: .reorder) == true {
-                    self = .notifications(address: checked, fault: .reorderPairs)
-                } else {
-                    throw DecodingError.dataCorruptedError(forKey: .notifications, in: container,
-                                                           debugDescription: "a notifications fault needs dropEvery, duplicate or reorder")
-                }
-            } else if let member = try container.decodeIfPresent(String.self, forKey: .neverReply) {
-                self = .neverReply(member: member, times: try container.decodeIfPresent(Int.self, forKey: .times))
-            } else if try container.decodeIfPresent(Bool.self, forKey: .accessDenied) == true {
-                self = .accessDenied
-            } else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription:
-                    "a fault needs one of connect, linkLoss, attError, notifications, neverReply, accessDenied"))
-            }
-        }
-    }
-
-    /// Why a scenario file was refused.
-    public enum LoadError: Error, CustomStringConvertible {
-        /// The file could not be read.
-        case unreadable(path: String, detail: String)
-        /// The JSON is malformed or a value is out of range.
-        case invalid(path: String, detail: String)
-
-        /// Where and what.
-        public var description: String {
-            switch self {
-            case .unreadable(let path, let detail): return "Cannot read scenario \(path): \(detail)"
-            case .invalid(let path, let detail): return "Scenario \(path) is invalid: \(detail)"
-            }
-        }
-    }
-
-    private enum Keys: String, CodingKey { case adapters, temporaryTimeout, timing, peripherals, crowd, faults }
-
-    /// Reads a scenario; every key is optional.
+    /// Reads a scenario; every key is optional, and any other key is refused (`ScenarioProblem.unknownKey`).
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: Keys.self)
+        let container = try decoder.scenarioObject(Keys.self)
         var configuration = Simulator.Configuration()
         if let adapters = try container.decodeIfPresent([AdapterEntry].self, forKey: .adapters) {
             configuration.adapters = adapters.map(\.spec)
-        }
-        if let timeout = try container.decodeIfPresent(Double.self, forKey: .temporaryTimeout) {
-            guard timeout > 0 else {
-                throw DecodingError.dataCorruptedError(forKey: .temporaryTimeout, in: container, debugDescription: "must be positive")
+            for (index, adapter) in adapters.enumerated() {
+                let earlier = adapters.prefix(index)
+                if earlier.contains(where: { $0.spec.name == adapter.spec.name }) {
+                    throw ScenarioProblem.invalidValue(path: container.path(.adapters).appending(index).appending("name"), value: adapter.spec.name,
+                                                       reason: "two adapters are named \(adapter.spec.name); give each its own name")
+                }
+                if earlier.contains(where: { $0.spec.address == adapter.spec.address }) {
+                    throw ScenarioProblem.invalidValue(path: container.path(.adapters).appending(index).appending("address"), value: adapter.spec.address,
+                                                       reason: "two adapters share the address \(adapter.spec.address); give each its own")
+                }
             }
-            configuration.temporaryTimeoutSeconds = timeout
         }
+        if let timeout = try container.number(.temporaryTimeout, .temporaryTimeout) { configuration.temporaryTimeoutSeconds = timeout }
         if let timing = try container.decodeIfPresent(TimingEntry.self, forKey: .timing) { configuration.timing = timing.model }
         self.configuration = configuration
         peripherals = try container.decodeIfPresent([PeripheralSpec].self, forKey: .peripherals) ?? []
+        let listed = peripherals.count
         if let crowd = try container.decodeIfPresent(Crowd.self, forKey: .crowd) { peripherals += crowd.peripherals }
-        let addresses = peripherals.map(\.address)
-        if Set(addresses).count != addresses.count {
-            throw DecodingError.dataCorruptedError(forKey: .peripherals, in: container, debugDescription: "two peripherals share an address")
+        var seen: Set<String> = []
+        for (index, peripheral) in peripherals.enumerated() where !seen.insert(peripheral.address).inserted {
+            let path = index < listed ? container.path(.peripherals).appending(index).appending("address") : container.path(.crowd).appending("addressPrefix")
+            throw ScenarioProblem.invalidValue(path: path, value: peripheral.address,
+                                               reason: "two peripherals share an address (\(peripheral.address)); give each its own")
         }
         faults = try container.decodeIfPresent([FaultSpec].self, forKey: .faults) ?? []
     }
@@ -139,19 +68,19 @@ public struct Scenario: Sendable, Decodable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw .unreadable(path: path, detail: error.localizedDescription)
+            throw .unreadable(file: path, detail: error.localizedDescription)
         }
         return try parse(data, name: path)
     }
 
-    /// Parses scenario JSON; `name` appears in errors.
+    /// Parses scenario JSON; `name` appears in errors. Unknown keys, wrong types and numbers out
+    /// of range are refused (`LoadError.invalid` with a `ScenarioProblem`), so that what runs
+    /// is what the file says.
     public static func parse(_ data: Data, name: String = "scenario") throws(LoadError) -> Scenario {
         do {
             return try JSONDecoder().decode(Scenario.self, from: data)
-        } catch let error as DecodingError {
-            throw .invalid(path: name, detail: describe(error, in: data))
         } catch {
-            throw .invalid(path: name, detail: "\(error)")
+            throw LoadError(error, file: name, data: data)
         }
     }
 
@@ -175,81 +104,35 @@ public struct Scenario: Sendable, Decodable {
         return simulator
     }
 
-    static func address<Key: CodingKey>(_ text: String, _ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> String {
-        guard SimAddress.isValid(text) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "'\(text)' is not an address like AA:BB:CC:DD:EE:FF")
-        }
-        return text.uppercased()
-    }
-
-    /// `line N, field.path: what`; syntax errors carry JSONSerialization's own position.
-    private static func describe(_ error: DecodingError, in data: Data) -> String {
-        func path(_ context: DecodingError.Context) -> String {
-            let text = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            let field = text.isEmpty ? "top level" : String(text.drop { $0 == "." })
-            guard !context.codingPath.isEmpty, let line = JSONLocator.line(of: context.codingPath, in: data) else { return field }
-            return "line \(line), \(field)"
-        }
-        if case .dataCorrupted(let context) = error, context.codingPath.isEmpty, let syntax = syntaxError(in: data) {
-            return syntax
-        }
-        switch error {
-        case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
-        case .keyNotFound(let key, let context): return "\(path(context)): missing key '\(key.stringValue)'"
-        case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
-        case .valueNotFound(let type, let context): return "\(path(context)): expected a \(type) value"
-        @unknown default: return "\(error)"
-        }
-    }
-
-    /// JSONDecoder says only "not valid JSON"; JSONSerialization names the character offset,
-    /// turned here into a line.
-    private static func syntaxError(in data: Data) -> String? {
-        do {
-            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-            return nil
-        } catch {
-            let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
-            guard let range = detail.range(of: "character "),
-                  let offset = Int(detail[range.upperBound...].prefix { $0.isNumber }) else { return "not valid JSON: \(detail)" }
-            let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
-            return "line \(line): not valid JSON: \(detail)"
-        }
-    }
-
     /// `{"count": 1000, "addressPrefix": "DE:AD", "namePrefix": "beacon-", "interval": 100, "rssi": -70, "rssiJitter": 6}`:
     /// many similar advertisers without listing each (a crowded room). `"timestamped": true`
     /// stamps each report's manufacturer data with its sending time (`PeripheralSpec.timestampsReports`).
     private struct Crowd: Decodable {
         var peripherals: [PeripheralSpec]
 
-        private enum Keys: String, CodingKey { case count, addressPrefix, namePrefix, interval, rssi, rssiJitter, connectable, timestamped }
+        private enum Keys: String, CodingKey, CaseIterable { case count, addressPrefix, namePrefix, interval, rssi, rssiJitter, connectable, timestamped }
 
         init(from decoder: Decoder) throws {
-            let container = try decoder.container(keyedBy: Keys.self)
-            let count = try container.decode(Int.self, forKey: .count)
-            guard (1...65_535).contains(count) else {
-                throw DecodingError.dataCorruptedError(forKey: .count, in: container, debugDescription: "count must be 1…65535")
+            let container = try decoder.scenarioObject(Keys.self)
+            guard let count = try container.integer(Int.self, .count, .crowdCount) else {
+                throw ScenarioProblem.missingKey(path: ScenarioPath(decoder.codingPath), key: Keys.count.stringValue)
             }
             let prefix = try container.decodeIfPresent(String.self, forKey: .addressPrefix) ?? "DE:AD:BE:EF"
-            let prefixParts = prefix.split(separator: ":")
+            let prefixParts = prefix.split(separator: ":", omittingEmptySubsequences: false)
             guard prefixParts.count == 4, prefixParts.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }) else {
-                throw DecodingError.dataCorruptedError(forKey: .addressPrefix, in: container,
-                                                       debugDescription: "addressPrefix needs four bytes, like DE:AD:BE:EF")
+                throw ScenarioProblem.invalidValue(path: container.path(.addressPrefix), value: prefix,
+                                                   reason: "addressPrefix needs four bytes, like DE:AD:BE:EF")
             }
             let namePrefix = try container.decodeIfPresent(String.self, forKey: .namePrefix) ?? "beacon-"
-            let interval = try container.decodeIfPresent(Double.self, forKey: .interval) ?? 100
-            guard interval >= 20 else {
-                throw DecodingError.dataCorruptedError(forKey: .interval, in: container, debugDescription: "advertising interval must be at least 20 ms")
-            }
-            let rssi = try container.decodeIfPresent(Int16.self, forKey: .rssi) ?? -70
-            let jitter = try container.decodeIfPresent(Int16.self, forKey: .rssiJitter) ?? 6
+            let interval = try container.number(.interval, .advertisingInterval) ?? 100
+            let rssi = try container.integer(Int16.self, .rssi, .power) ?? -70
+            let jitter = try container.integer(Int16.self, .rssiJitter, .rssiJitter) ?? 6
             let connectable = try container.decodeIfPresent(Bool.self, forKey: .connectable) ?? false
             let timestamped = try container.decodeIfPresent(Bool.self, forKey: .timestamped) ?? false
             peripherals = (0..<count).map { index in
                 var spec = PeripheralSpec(address: prefix.uppercased() + String(format: ":%02X:%02X", index >> 8, index & 0xFF),
                                           name: "\(namePrefix)\(index)", rssi: rssi, rssiJitter: jitter,
-                                          manufacturerData: [0xFFFF: Data([UInt8(index >> 8), UInt8(index & 0xFF)])],
+                                          manufacturerData: [0xFFFF: Data([UInt8(truncatingIfNeeded: index >> 8), UInt8(truncatingIfNeeded: index)])],
                                           advertisingIntervalMilliseconds: interval, connectable: connectable)
                 spec.timestampsReports = timestamped
                 return spec
@@ -260,16 +143,16 @@ public struct Scenario: Sendable, Decodable {
     private struct AdapterEntry: Decodable {
         var spec: Simulator.AdapterSpec
 
-        private enum Keys: String, CodingKey { case name, address, systemName, powered }
+        private enum Keys: String, CodingKey, CaseIterable { case name, address, systemName, powered }
 
         init(from decoder: Decoder) throws {
-            let container = try decoder.container(keyedBy: Keys.self)
+            let container = try decoder.scenarioObject(Keys.self)
             let name = try container.decode(String.self, forKey: .name)
             guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) }) else {
-                throw DecodingError.dataCorruptedError(forKey: .name, in: container, debugDescription: "adapter names look like hci0")
+                throw ScenarioProblem.invalidValue(path: container.path(.name), value: name,
+                                                   reason: "'\(name)' is not an adapter name; adapter names look like hci0 (lower-case letters and digits)")
             }
-            let address = try Scenario.address(container.decode(String.self, forKey: .address), container, .address)
-            spec = Simulator.AdapterSpec(name: name, address: address,
+            spec = Simulator.AdapterSpec(name: name, address: try container.address(.address),
                                          systemName: try container.decodeIfPresent(String.self, forKey: .systemName) ?? "BleSim",
                                          powered: try container.decodeIfPresent(Bool.self, forKey: .powered) ?? true)
         }
@@ -278,26 +161,15 @@ public struct Scenario: Sendable, Decodable {
     private struct TimingEntry: Decodable {
         var model: TimingModel
 
-        private enum Keys: String, CodingKey { case scale, connectionInterval, disconnect, connectTimeout }
+        private enum Keys: String, CodingKey, CaseIterable { case scale, connectionInterval, disconnect, connectTimeout }
 
         init(from decoder: Decoder) throws {
-            let container = try decoder.container(keyedBy: Keys.self)
+            let container = try decoder.scenarioObject(Keys.self)
             var model = TimingModel()
-            if let scale = try container.decodeIfPresent(Double.self, forKey: .scale) {
-                guard scale >= 0, scale <= 100 else {
-                    throw DecodingError.dataCorruptedError(forKey: .scale, in: container, debugDescription: "scale must be 0…100")
-                }
-                model.scale = scale
-            }
-            if let interval = try container.decodeIfPresent(Double.self, forKey: .connectionInterval) {
-                guard interval >= 7.5, interval <= 4000 else {
-                    throw DecodingError.dataCorruptedError(forKey: .connectionInterval, in: container,
-                                                           debugDescription: "connection intervals are 7.5…4000 ms")
-                }
-                model.connectionIntervalMilliseconds = interval
-            }
-            if let value = try container.decodeIfPresent(Double.self, forKey: .disconnect) { model.disconnectMilliseconds = max(0, value) }
-            if let value = try container.decodeIfPresent(Double.self, forKey: .connectTimeout) { model.connectTimeoutMilliseconds = max(0, value) }
+            if let scale = try container.number(.scale, .timingScale) { model.scale = scale }
+            if let interval = try container.number(.connectionInterval, .connectionInterval) { model.connectionIntervalMilliseconds = interval }
+            if let value = try container.number(.disconnect, .delay) { model.disconnectMilliseconds = value }
+            if let value = try container.number(.connectTimeout, .delay) { model.connectTimeoutMilliseconds = value }
             self.model = model
         }
     }

@@ -15,6 +15,7 @@ final class Subprocess: @unchecked Sendable {
     private var collected = Data()
     private var reachedEnd = false
     private var reaped = false
+    private var status: Int32?
 
     init(_ arguments: [String], environment: [String: String]) throws {
         // Socket pairs stand in for pipes because they can be made close-on-exec atomically:
@@ -131,7 +132,9 @@ final class Subprocess: @unchecked Sendable {
 
     /// Closes stdin, waits (deadline-bound) for the child to finish, kills it if it does not,
     /// and reaps it.
-    func finish(timeout: Double = 5) async {
+    /// Returns the exit status (nil when it was killed by a signal).
+    @discardableResult
+    func finish(timeout: Double = 5) async -> Int32? {
         lock.withLock {
             if input >= 0 {
                 close(input)
@@ -140,6 +143,7 @@ final class Subprocess: @unchecked Sendable {
         }
         if !(await waitForEnd(timeout: timeout)) { kill(pid, SIGKILL) }
         reap()
+        return lock.withLock { status }
     }
 
     /// Sends a signal to the child.
@@ -150,8 +154,10 @@ final class Subprocess: @unchecked Sendable {
         defer { lock.unlock() }
         guard !reaped else { return }
         reaped = true
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS, which Glibc does not import as functions.
+        status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : nil
         close(output)
     }
 
