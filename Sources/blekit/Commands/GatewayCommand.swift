@@ -115,7 +115,10 @@ enum GatewayCommand: BlekitCommand {
                 sensor = try await startSensor(name: name, readings: readings,
                                                options: PeripheralManagerOptions(bus: invocation.global.bus, adapter: invocation.global.adapter))
             } catch {
+                // Asked for and not done: a gateway that runs on without it would look fine.
                 invocation.fail("cannot advertise BTHome: \(error)")
+                _ = await stop(gateway)
+                return .failure
             }
         }
         invocation.out("gateway \(name): publishing to \(host):\(port) under \(configuration.advertisementTopic); Ctrl-C to stop")
