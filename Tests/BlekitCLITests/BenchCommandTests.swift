@@ -16,7 +16,7 @@ import Testing
     }
 
     private func environment(root: String) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = CLIRun.environment
         environment["BLEKIT_SOURCE_ROOT"] = root
         return environment
     }

@@ -40,7 +40,7 @@ enum GattCommand: BlekitCommand {
                             line += " = " + ConnectedDevice.describe(value, characteristic: characteristic.uuid)
                             characteristicJSON["hex"] = Hex.compact(value)
                         } catch {
-                            failures.append("\(Names.label(characteristic.uuid, .characteristic)): \(error.message)")
+                            failures.append(error.message)
                             line += " = (read failed: \(error.message))"
                             characteristicJSON["error"] = error.message
                         }
@@ -59,7 +59,7 @@ enum GattCommand: BlekitCommand {
                                 descriptorLine += " = " + (StandardValue.describe(descriptor: descriptor.uuid.uuidString128, value: Array(bytes)) ?? Hex.spaced(bytes))
                                 descriptorJSON["hex"] = Hex.compact(bytes)
                             } catch {
-                                failures.append("descriptor \(descriptor.uuid) of \(characteristic.uuid): \(error.message)")
+                                failures.append(error.message)
                                 descriptorLine += " = (read failed: \(error.message))"
                                 descriptorJSON["error"] = error.message
                             }
@@ -85,7 +85,7 @@ enum GattCommand: BlekitCommand {
             await device.close()
             // The tree printed, but --values asked for every value: each one missing is said on
             // standard error too, where scripts (and --json users) look for failures.
-            for failure in failures { invocation.fail("reading \(failure)") }
+            failures.forEach(invocation.fail)
             return failures.isEmpty ? .success : .failure
         } catch {
             return invocation.fail(error)
