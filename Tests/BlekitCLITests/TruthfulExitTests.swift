@@ -78,6 +78,22 @@ import Testing
         #expect(unknown.status == 6 && unknown.errors.contains("blekit read: Nobody was not found within 1 s"), "\(unknown.transcript)")
     }
 
+    @Test func aDeviceAnotherProgramHoldsIsFoundWithoutAdvertising() async throws {
+        let room = try await SimulatedRoom.start(Self.room)
+        defer { Task { await room.stop() } }
+        let environment = CLIRun.freshEnvironment()
+        let holder = try RunningCLI(["notify", "MyDevice", "ff02", "--bus", room.bus.address], environment: environment)
+        #expect(await holder.line()?.contains("notifications from FF02") == true)
+        // Connected peripherals usually stop advertising; BlueZ shares the link with every client.
+        await room.simulator.peripheral(Self.address)?.stopAdvertising()
+        for target in ["MyDevice", "Acme Sensor", Self.address] {
+            let read = try await room.blekit(["read", target, "2a19", "--timeout", "2"], environment: environment)
+            #expect(read.status == 0 && read.output.contains("5a"), "\(target): \(read.transcript)")
+        }
+        let held = await holder.stop(with: SIGINT)
+        #expect(held.status == 0 && held.output.contains("interrupted"), "the readers left the holder's link alone: \(held.transcript)")
+    }
+
     @Test func simPrintsTheBusTheAdaptersAndThePeripherals() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-sim-\(UUID().uuidString).json")
         try Data(Self.room.utf8).write(to: file)

@@ -74,12 +74,24 @@ final class CentralSession {
 
     /// Stops scanning, disconnects and releases the manager.
     func close() {
-        do { try names.save() } catch { invocation.fail("warning: \(error.description)") }
+        saveNames()
         spinner.stop()
         signalSources.forEach { $0.cancel() }
         signalSources = []
         manager.stopScan()
         manager.close()
+    }
+
+    private var savingFailed = false
+
+    /// Writes what was learned; a failure is a warning (once), the command itself worked.
+    private func saveNames() {
+        do throws(NameMemory.SaveError) {
+            try names.save()
+        } catch {
+            if !savingFailed { invocation.fail("warning: \(error.description)") }
+            savingFailed = true
+        }
     }
 
     // MARK: waiting
@@ -174,10 +186,12 @@ final class CentralSession {
                     return nil
                 }
             }
-            // Whatever BlueZ calls it after connecting, the name it was found by finds it again.
+            // Whatever BlueZ calls it after connecting, the name it was found by finds it again,
+            // from now on: written at once, since this run may hold the link for a long time.
             if let adapterAddress, found.address.uppercased() != target.uppercased(), UUID(uuidString: target) == nil {
                 names.remember(target, address: found.address, adapter: adapterAddress)
             }
+            saveNames()
             return found
         } catch where error.exitCode == .timeout {
             let remembered = adapterAddress.flatMap { names.address(of: target, adapter: $0) }.map { " (last heard as \(target) at \($0))" } ?? ""
