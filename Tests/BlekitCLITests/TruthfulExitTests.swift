@@ -94,6 +94,24 @@ import Testing
         #expect(held.status == 0 && held.output.contains("interrupted"), "the readers left the holder's link alone: \(held.transcript)")
     }
 
+    @Test func gatewayStartUpErrorsEndItWithTheirStatus() async throws {
+        let broker = ["--broker", "127.0.0.1:1"]
+        let off = try await SimulatedRoom.start(#"{"adapters": [{"name": "hci0", "address": "00:AA:01:00:00:00", "powered": false}], "peripherals": []}"#)
+        let poweredOff = try await off.blekit(["gateway", "--timeout", "30"] + broker)
+        await off.stop()
+        #expect(poweredOff.status == 4 && poweredOff.errors.contains("blekit gateway: the adapter hci0 is powered off"), "\(poweredOff.transcript)")
+        #expect(!poweredOff.output.contains("publishing"), "\(poweredOff.transcript)")
+        let none = try await SimulatedRoom.start(#"{"adapters": [], "peripherals": []}"#)
+        let noAdapter = try await none.blekit(["gateway", "--timeout", "30"] + broker)
+        await none.stop()
+        #expect(noAdapter.status == 3 && noAdapter.errors.contains("there is no Bluetooth adapter"), "\(noAdapter.transcript)")
+        // Bluetooth is fine but nothing answers at the broker's address: said when it stops.
+        let room = try await SimulatedRoom.start(Self.room)
+        let unreachable = try await room.blekit(["gateway", "--timeout", "1"] + broker)
+        await room.stop()
+        #expect(unreachable.status == 1 && unreachable.errors.contains("never reached the broker at 127.0.0.1:1"), "\(unreachable.transcript)")
+    }
+
     @Test func simPrintsTheBusTheAdaptersAndThePeripherals() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-sim-\(UUID().uuidString).json")
         try Data(Self.room.utf8).write(to: file)

@@ -102,6 +102,13 @@ enum GatewayCommand: BlekitCommand {
                 return invocation.usage("--bthome: \(error.description)", help: help)
             }
         }
+        // No Bluetooth, a powered-off adapter or a refusing D-Bus policy end the gateway before
+        // it starts, with their own statuses: it would otherwise run on, publishing nothing.
+        do throws(CLIError) {
+            try await CentralSession.open(invocation).close()
+        } catch {
+            return invocation.fail(error)
+        }
         let gateway: Gateway
         do {
             gateway = try await start(configuration)
