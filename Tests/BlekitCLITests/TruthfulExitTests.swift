@@ -36,6 +36,20 @@ import Testing
         #expect(readBack.output.contains("FF01: 00"), "the device got nothing: \(readBack.transcript)")
     }
 
+    @Test func aWriteWithoutResponseBluetoothdRefusesFails() async throws {
+        let room = try await SimulatedRoom.start(Self.room)
+        defer { Task { await room.stop() } }
+        // Without AcquireWrite BleKit sends `command` WriteValue calls; bluetoothd's refusal of
+        // one arrives after BleKit queued the write, as a late error.
+        await room.simulator.faults.failCall("AcquireWrite", name: "org.bluez.Error.NotSupported", message: "Not supported", times: nil)
+        await room.simulator.faults.failCall("WriteValue", name: "org.bluez.Error.Failed", message: "Operation failed", times: 1)
+        let refused = try await room.blekit(["write", Self.address, "ff01", "07", "--without-response"])
+        #expect(refused.status == 1 && refused.errors.contains("blekit write: writing FF01 failed"), "\(refused.transcript)")
+        #expect(!refused.output.contains("wrote"), "\(refused.transcript)")
+        let sent = try await room.blekit(["write", Self.address, "ff01", "08", "--without-response"])
+        #expect(sent.status == 0 && sent.output.contains("wrote 1 byte(s) to FF01 without response (handed to BlueZ"), "\(sent.transcript)")
+    }
+
     @Test func aWriteTheDeviceRefusesFailsWithTheATTError() async throws {
         let room = try await SimulatedRoom.start(Self.room)
         defer { Task { await room.stop() } }
