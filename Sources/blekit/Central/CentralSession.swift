@@ -274,8 +274,9 @@ final class CentralSession {
         // Queued is not sent: the packet must leave BleKit (AcquireWrite socket, or its command
         // answered by bluetoothd) before the program closes its connection, else it vanishes with
         // it, and a command bluetoothd refuses comes back as a late `didWriteValueFor` error.
-        // BleKit signals readiness only after it was once not ready, so a lone command write may
-        // never get `peripheralIsReady`: the backlog is looked at again every few milliseconds.
+        // BleKit signals readiness only after it once saw itself not ready: a lone command write
+        // to a characteristic without AcquireWrite (BlueZ before 5.46 offers none) gets no
+        // `peripheralIsReady`, so the backlog is looked at again every 10 ms until the deadline.
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             // Read before the events: once it is true, every late error is already in the inbox.
