@@ -17,6 +17,8 @@ final class CentralSession {
     private let invocation: Invocation
     /// The adapter's address, once it is powered on: the names are remembered per adapter.
     private var adapterAddress: String?
+    /// The name memory could not be written: warned about once.
+    private var savingFailed = false
 
     private init(invocation: Invocation) {
         self.invocation = invocation
@@ -81,8 +83,6 @@ final class CentralSession {
         manager.stopScan()
         manager.close()
     }
-
-    private var savingFailed = false
 
     /// Writes what was learned; a failure is a warning (once), the command itself worked.
     private func saveNames() {

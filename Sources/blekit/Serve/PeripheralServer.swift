@@ -1,7 +1,7 @@
 import BleCore
 import BleDBus
-import BlueZVocabulary
 import BleSim
+import BlueZVocabulary
 import Foundation
 
 /// Runs `blekit serve`: registers the services, advertises, answers requests, runs rules.
