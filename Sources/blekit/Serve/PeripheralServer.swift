@@ -78,8 +78,8 @@ final class PeripheralServer {
         }
         defer { agent?.stop() }
         let adapterAddress = await Self.address(ofAdapter: manager.adapterName, of: manager)
-        say("serving \(served.spec.name ?? "a peripheral") on \(manager.adapterName ?? "the adapter") \(adapterAddress ?? "(address unknown)"): \(served.services.map { Names.label($0.uuid, .service) }.joined(separator: ", ")); advertising\(agentText). Ctrl-C to stop.")
-        say("centrals reach it at \(adapterAddress ?? "the adapter's address (`bluetoothctl list`)")\(served.advertisement.localName.map { ", advertised as \($0)" } ?? "")")
+        say("serving \(served.spec.name ?? "a peripheral") on \(manager.adapterName ?? "the adapter"): \(served.services.map { Names.label($0.uuid, .service) }.joined(separator: ", ")); advertising\(agentText). Ctrl-C to stop.")
+        say("centrals reach it at \(manager.adapterName ?? "the adapter")'s address \(adapterAddress ?? "(unknown: `bluetoothctl list` shows it)")\(served.advertisement.localName.map { ", advertised as \($0)" } ?? "")")
         for service in served.services {
             let characteristics = (service.characteristics ?? []).map { "\(Names.label($0.uuid, .characteristic)) [\(Names.flags($0.properties).joined(separator: ", "))]" }
             say("  service \(Names.label(service.uuid, .service)): \(characteristics.joined(separator: "; "))")
