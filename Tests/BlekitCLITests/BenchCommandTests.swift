@@ -16,7 +16,7 @@ import Testing
     }
 
     private func environment(root: String) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = CLIRun.environment
         environment["BLEKIT_SOURCE_ROOT"] = root
         return environment
     }
@@ -40,6 +40,6 @@ import Testing
 
     @Test func outsideACheckoutBenchSaysWhereToRunIt() async throws {
         let run = try await CLIRun.run(["bench"], environment: environment(root: "/nonexistent/blekit"))
-        #expect(run.status == 3 && run.errors.contains("run it from a BleKit checkout or set BLEKIT_SOURCE_ROOT"), "\(run.transcript)")
+        #expect(run.status == 1 && run.errors.contains("run it from a BleKit checkout or set BLEKIT_SOURCE_ROOT"), "\(run.transcript)")
     }
 }

@@ -76,7 +76,7 @@ import Testing
 /// `BLEKIT_LOG` with a value that is not a level says so, and logging stays at warning.
 @Suite struct LogEnvironmentTests {
     @Test func anInvalidBLEKIT_LOGSaysSo() async throws {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = CLIRun.environment
         environment["BLEKIT_LOG"] = "verbose"
         let run = try await CLIRun.run(["scan", "--bus", "unix:path=/nonexistent/blekit-log.sock"], environment: environment)
         #expect(run.errors.contains("BLEKIT_LOG='verbose' is not a log level; use error, warning, info, debug or trace"), "\(run.transcript)")

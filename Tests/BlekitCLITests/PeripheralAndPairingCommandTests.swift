@@ -23,20 +23,25 @@ import Testing
         let server = try RunningCLI(["serve", file.path, "--bus", room.bus.address, "--adapter", "hci0"])
         let banner = await server.line()
         #expect(banner?.contains("serving Served-LED on hci0: FF00; advertising") == true, "\(banner ?? "nothing")")
+        let reach = await server.line()
+        #expect(reach?.contains("centrals reach it at hci0's address 00:AA:01:00:00:00, advertised as Served-LED") == true, "\(reach ?? "nothing")")
+        let tree = await server.line()
+        #expect(tree?.contains("service FF00: FF01 [read, write-without-response, write]; FF02 [read, notify]; 2A19 Battery Level [read]") == true, "\(tree ?? "nothing")")
 
         let central = ["--adapter", "hci1"]
-        let scan = try await room.blekit(["scan", "--count", "1", "--timeout", "30"] + central)
+        let environment = CLIRun.freshEnvironment()
+        let scan = try await room.blekit(["scan", "--count", "1", "--timeout", "30"] + central, environment: environment)
         #expect(scan.output.contains("Served-LED") && scan.output.contains("Nordic Semiconductor ASA"), "\(scan.transcript)")
-        // After a connection, BlueZ names the device by its GAP name (the serving adapter's alias),
-        // so from here on it is found by address.
         let served = "00:AA:01:00:00:00"
-        let read = try await room.blekit(["read", "Served-LED", "Battery Level"] + central)
+        let read = try await room.blekit(["read", "Served-LED", "Battery Level"] + central, environment: environment)
         #expect(read.status == 0 && read.output.contains("2A19 Battery Level: 4b  (75 %)"), "\(read.transcript)")
-        let write = try await room.blekit(["write", served, "ff01", "0102"] + central)
+        // After that connection BlueZ calls the device by its GAP name (the serving adapter's
+        // alias); the advertised name still finds it.
+        let write = try await room.blekit(["write", "Served-LED", "ff01", "0102"] + central, environment: environment)
         #expect(write.status == 0, "\(write.transcript)")
-        let readBack = try await room.blekit(["read", served, "ff01"] + central)
+        let readBack = try await room.blekit(["read", "Served-LED", "ff01"] + central, environment: environment)
         #expect(readBack.output.contains("FF01: 01 02"), "a written value reads back: \(readBack.transcript)")
-        let refused = try await room.blekit(["write", served, "ff01", "ee"] + central)
+        let refused = try await room.blekit(["write", served, "ff01", "ee"] + central, environment: environment)
         #expect(refused.status == 1 && refused.errors.contains("ATT error"), "the rule's ATT error reaches the central: \(refused.transcript)")
 
         let listener = try RunningCLI(["notify", served, "ff02", "--count", "1", "--bus", room.bus.address] + central)

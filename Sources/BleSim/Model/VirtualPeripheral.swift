@@ -260,6 +260,19 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
         }
         let current = values[handle] ?? Data()
         guard offset <= current.count else { return reply(.failure(.invalidOffset)) }
+        let rules = spec.rules.filter {
+            if case .write(let target, let prefix) = $0.trigger, target == uuid {
+                return prefix.map { (offset == 0 ? value : current).starts(with: $0) } ?? true
+            }
+            return false
+        }
+        // A rule's attError refuses the write as documented: nothing is stored, a Write Request
+        // gets the error, a Write Command (which has no answer) is dropped.
+        if let code = rules.first?.responses.lazy.compactMap({ response -> UInt8? in
+            if case .attError(let code) = response { return code } else { return nil }
+        }).first {
+            return reply(withResponse ? .failure(AttError(code: code)) : .success(()))
+        }
         // The bluez 5.66 server counts the 2-byte handle in a single write's length check, so
         // it refuses 511 and 512 bytes; a prepared (long) write may reach 512. Only a peripheral
         // whose PnP ID says it is BlueZ behaves so; any other takes the spec's 512.
@@ -278,13 +291,13 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
         writes.append(received)
         reply(.success(()))
         onWrite?(received, self)
-        let rules = spec.rules.filter {
+        let matching = spec.rules.filter {
             if case .write(let target, let prefix) = $0.trigger, target == uuid {
                 return prefix.map { merged.starts(with: $0) } ?? true
             }
             return false
         }
-        if let rule = rules.first { run(rules: [rule], written: merged, link: link) }
+        if let rule = matching.first { run(rules: [rule], written: merged, link: link) }
     }
 
     func subscriptionChanged(handle: UInt16, enabled: Bool, link: SimLink) {

@@ -15,6 +15,9 @@ enum CentralEvent: @unchecked Sendable {
     case descriptorsDiscovered(Characteristic, Error?)
     case valueUpdated(Characteristic, Data?, Error?)
     case valueWritten(Characteristic, Error?)
+    /// BleKit's own answer to one `writeValue`: with response the acknowledgement, without
+    /// response nil once queued, or why nothing was sent (too long, not connected, gone).
+    case writeAnswered(Characteristic, BleError?)
     case notificationState(Characteristic, Error?)
     case descriptorValueUpdated(Descriptor, Error?)
     case rssiRead(Peripheral, Int, Error?)

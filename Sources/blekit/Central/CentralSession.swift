@@ -12,8 +12,17 @@ final class CentralSession {
     private var signalSources: [any DispatchSourceSignal] = []
     /// The peripherals found so far, by address.
     private(set) var known: [String: (peripheral: Peripheral, advertisement: AdvertisementData, rssi: Int)] = [:]
+    /// The names devices were heard by in this and earlier runs.
+    private(set) var names = NameMemory()
+    private let invocation: Invocation
+    /// The adapter's address, once it is powered on: the names are remembered per adapter.
+    private var adapterAddress: String?
+    /// The name memory could not be written: warned about once.
+    private var savingFailed = false
 
-    private init(options: CentralManagerOptions) {
+    private init(invocation: Invocation) {
+        self.invocation = invocation
+        let options = invocation.global.centralOptions
         relay = CentralEventRelay(inbox: inbox)
         manager = CentralManager(delegate: relay, queue: nil, options: options)
         let inbox = self.inbox
@@ -22,13 +31,14 @@ final class CentralSession {
 
     /// A central on the invocation's bus and adapter, once its adapter is powered on.
     static func open(_ invocation: Invocation, timeout: Double = 5) async throws(CLIError) -> CentralSession {
-        let session = CentralSession(options: invocation.global.centralOptions)
+        let session = CentralSession(invocation: invocation)
         do {
             try await session.waitUntilPoweredOn(timeout: timeout, adapter: invocation.global.adapter)
         } catch {
             session.close()
             throw error
         }
+        session.adapterAddress = session.manager.adapterAddress
         return session
     }
 
@@ -66,11 +76,22 @@ final class CentralSession {
 
     /// Stops scanning, disconnects and releases the manager.
     func close() {
+        saveNames()
         spinner.stop()
         signalSources.forEach { $0.cancel() }
         signalSources = []
         manager.stopScan()
         manager.close()
+    }
+
+    /// Writes what was learned; a failure is a warning (once), the command itself worked.
+    private func saveNames() {
+        do throws(NameMemory.SaveError) {
+            try names.save()
+        } catch {
+            if !savingFailed { invocation.fail("warning: \(error.description)") }
+            savingFailed = true
+        }
     }
 
     // MARK: waiting
@@ -97,6 +118,7 @@ final class CentralSession {
     func record(_ event: CentralEvent) {
         if case .discovered(let peripheral, let advertisement, let rssi) = event {
             known[peripheral.address] = (peripheral, advertisement, rssi)
+            if let name = advertisement.localName, let adapterAddress { names.remember(name, address: peripheral.address, adapter: adapterAddress) }
         }
     }
 
@@ -128,20 +150,34 @@ final class CentralSession {
 
     // MARK: steps
 
-    /// Finds the device by address (or advertised name) by scanning until `seconds` pass.
-    func find(_ target: String, seconds: Double) async throws(CLIError) -> Peripheral {
-        let wanted = target.uppercased()
+    /// True when `target` names `peripheral`: its address, its BleKit identifier, the name it
+    /// advertises or BlueZ gives it, or a name it was heard by before (BlueZ forgets the
+    /// advertised name once it has read the GAP name on connecting).
+    func matches(_ target: String, _ peripheral: Peripheral, advertised: String?) -> Bool {
+        if peripheral.address.uppercased() == target.uppercased() { return true }
+        if let identifier = UUID(uuidString: target), identifier == peripheral.identifier { return true }
+        if advertised == target || peripheral.name == target { return true }
+        if let adapterAddress, let address = names.address(of: target, adapter: adapterAddress) { return address == peripheral.address.uppercased() }
+        return false
+    }
+
+    /// Finds the device by address, identifier or name: one already connected (by any program:
+    /// BlueZ shares the link, and a connected device usually stops advertising) at once, else the
+    /// first that advertises before `seconds` pass.
+    func find(_ target: String, seconds: Double, connected: Bool = true) async throws(CLIError) -> Peripheral {
+        if connected, let linked = manager.retrieveConnectedPeripherals(withServices: []).first(where: { matches(target, $0, advertised: nil) }) {
+            return linked
+        }
         let deadline = Date().addingTimeInterval(seconds)
         spinner.start("looking for \(target)", deadline: deadline)
         defer { spinner.stop() }
         manager.scanForPeripherals(withServices: nil, options: ScanOptions(allowDuplicates: false, transport: .auto))
         defer { manager.stopScan() }
         do {
-            return try await wait("the scan for \(target)", seconds: seconds) { event throws(CLIError) in
+            let found = try await wait("the scan for \(target)", seconds: seconds) { event throws(CLIError) in
                 switch event {
                 case .discovered(let peripheral, let advertisement, _):
-                    if peripheral.address.uppercased() == wanted || advertisement.localName == target || peripheral.name == target { return peripheral }
-                    return nil
+                    return matches(target, peripheral, advertised: advertisement.localName) ? peripheral : nil
                 case .scanFailed(let error):
                     throw Self.failure("the scan", error)
                 case .state(let state) where state != .poweredOn:
@@ -150,8 +186,16 @@ final class CentralSession {
                     return nil
                 }
             }
+            // Whatever BlueZ calls it after connecting, the name it was found by finds it again,
+            // from now on: written at once, since this run may hold the link for a long time.
+            if let adapterAddress, found.address.uppercased() != target.uppercased(), UUID(uuidString: target) == nil {
+                names.remember(target, address: found.address, adapter: adapterAddress)
+            }
+            saveNames()
+            return found
         } catch where error.exitCode == .timeout {
-            throw CLIError("\(target) was not found within \(Self.format(seconds)) s. Is it advertising and in range? `blekit scan` lists what is heard; raise --timeout for slow advertisers.", .deviceNotFound)
+            let remembered = adapterAddress.flatMap { names.address(of: target, adapter: $0) }.map { " (last heard as \(target) at \($0))" } ?? ""
+            throw CLIError("\(target)\(remembered) was not found within \(Self.format(seconds)) s. Is it advertising and in range? `blekit scan` lists what is heard; raise --timeout for slow advertisers.", .deviceNotFound)
         }
     }
 
@@ -213,31 +257,54 @@ final class CentralSession {
         }
     }
 
-    /// Writes a characteristic's value; with a response, waits for the peripheral's answer.
+    /// Writes a characteristic's value and fails unless BleKit reports it done: with a response
+    /// the peripheral's acknowledgement, without one the packet handed to BlueZ.
     func write(_ data: Data, to characteristic: Characteristic, on peripheral: Peripheral, withResponse: Bool, seconds: Double) async throws(CLIError) {
-        peripheral.writeValue(data, for: characteristic, type: withResponse ? .withResponse : .withoutResponse)
-        guard withResponse else {
-            // Without a response there is no answer to wait for, but the packet must have left
-            // BleKit (written to the AcquireWrite socket, or its command answered by bluetoothd)
-            // before the program closes its connection: else it would vanish with it.
-            guard !peripheral.canSendWriteWithoutResponse else { return }
-            try await wait("the write without response to \(characteristic.uuid)", seconds: seconds, peripheral: peripheral) { (event: CentralEvent) throws(CLIError) -> Void? in
-                switch event {
-                case .valueWritten(let written, let error?) where written === characteristic:
-                    throw Self.failure("writing \(characteristic.uuid)", error)
-                case .readyToWriteWithoutResponse(let ready) where ready === peripheral:
-                    return ()
-                default:
-                    return nil
-                }
-            }
-            return
-        }
-        try await wait("the write to \(characteristic.uuid)", seconds: seconds, peripheral: peripheral) { (event: CentralEvent) throws(CLIError) -> Void? in
-            guard case .valueWritten(let written, let error) = event, written === characteristic else { return nil }
+        let what = "the write\(withResponse ? "" : " without response") to \(characteristic.uuid)"
+        // The write's own answer, not the delegate's: a write without response BleKit refuses
+        // (too long for the link, not connected) has no acknowledgement to wait for, and
+        // `canSendWriteWithoutResponse` stays true, so only this answer tells that nothing was sent.
+        await Self.submit(data, to: characteristic, on: peripheral, type: withResponse ? .withResponse : .withoutResponse, inbox: inbox)
+        try await wait(what, seconds: seconds, peripheral: peripheral) { (event: CentralEvent) throws(CLIError) -> Void? in
+            guard case .writeAnswered(let answered, let error) = event, answered === characteristic else { return nil }
             if let error { throw Self.failure("writing \(characteristic.uuid)", error) }
             return ()
         }
+        guard !withResponse else { return }
+        // Queued is not sent: the packet must leave BleKit (AcquireWrite socket, or its command
+        // answered by bluetoothd) before the program closes its connection, else it vanishes with
+        // it, and a command bluetoothd refuses comes back as a late `didWriteValueFor` error.
+        // BleKit signals readiness only after it once saw itself not ready: a lone command write
+        // to a characteristic without AcquireWrite (BlueZ before 5.46 offers none) gets no
+        // `peripheralIsReady`, so the backlog is looked at again every 10 ms until the deadline.
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            // Read before the events: once it is true, every late error is already in the inbox.
+            let sent = peripheral.canSendWriteWithoutResponse
+            guard let event = await inbox.next(before: sent ? .distantPast : min(deadline, Date().addingTimeInterval(0.01))) else {
+                if sent { return }
+                guard Date() < deadline else {
+                    throw CLIError("\(what) was still queued in BleKit after \(Self.format(seconds)) s; it may not have been sent. Retry, or raise --timeout.", .timeout)
+                }
+                continue
+            }
+            record(event)
+            switch event {
+            case .valueWritten(let written, let error?) where written === characteristic:
+                throw Self.failure("writing \(characteristic.uuid)", error)
+            case .disconnected(let gone, let error) where gone === peripheral:
+                throw CLIError("\(peripheral.address) disconnected during \(what)\(error.map { ": \(Self.describe($0))" } ?? ""); the value may not have been sent. Reconnect and retry.", .deviceNotFound)
+            case .interrupted:
+                throw CLIError("interrupted during \(what); the value may not have been sent", .failure)
+            default:
+                continue
+            }
+        }
+    }
+
+    @BleLoop private static func submit(_ data: Data, to characteristic: Characteristic, on peripheral: Peripheral,
+                                        type: CharacteristicWriteType, inbox: EventInbox<CentralEvent>) {
+        peripheral.performWrite(data, characteristic, type) { error in inbox.post(.writeAnswered(characteristic, error)) }
     }
 
     /// Reads a descriptor's value.

@@ -17,11 +17,13 @@ enum BenchCommand: BlekitCommand {
 
     @MainActor
     static func run(_ invocation: Invocation) async -> ExitCode {
+        guard invocation.positionals.isEmpty else { return invocation.usage("takes no arguments", help: help) }
         let root = ProcessInfo.processInfo.environment["BLEKIT_SOURCE_ROOT"] ?? FileManager.default.currentDirectoryPath
         let script = URL(fileURLWithPath: root).appendingPathComponent("Benchmarks/run").path
         guard FileManager.default.isExecutableFile(atPath: script) else {
+            // Not `unavailable` (3): that status means no Bluetooth, and Bluetooth is not missing.
             FileHandle.standardError.write(Data("blekit bench: \(script) not found; run it from a BleKit checkout or set BLEKIT_SOURCE_ROOT\n".utf8))
-            return .unavailable
+            return .failure
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: script)

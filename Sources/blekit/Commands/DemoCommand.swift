@@ -23,7 +23,10 @@ enum DemoCommand: BlekitCommand {
 func runDemo() async -> Int32 {
     if let adapter = await RealAdapterProbe.poweredAdapter() {
         print("A real powered Bluetooth adapter is present (\(adapter)): scanning the real room for 10 s.")
-        await RealRoomScan.run(seconds: 10)
+        if let failure = await RealRoomScan.run(seconds: 10) {
+            FileHandle.standardError.write(Data("blekit demo: the scan failed: \(failure)\n".utf8))
+            return ExitCode.failure.rawValue
+        }
         return 0
     }
     print("No powered Bluetooth adapter on the system bus: using BleSim, BleKit's virtual BlueZ.")
@@ -117,12 +120,18 @@ enum RealAdapterProbe {
 
 /// Lists what the real adapter hears.
 enum RealRoomScan {
-    static func run(seconds: Double) async {
+    /// Scans for `seconds`; returns why the scan failed, if it did (else "heard 0" would look
+    /// like an empty room).
+    static func run(seconds: Double) async -> String? {
         final class Listener: CentralManagerDelegate, @unchecked Sendable {
             var seen = Set<String>()
+            var failure: String?
             func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {
                 guard seen.insert(peripheral.address).inserted else { return }
                 print("  \(peripheral.address)  \(RSSI) dBm  \(advertisementData.localName ?? "")")
+            }
+            func centralManager(_ central: CentralManager, didFailToScan error: Error) {
+                failure = (error as? BleError)?.description ?? "\(error)"
             }
         }
         let listener = Listener()
@@ -132,5 +141,6 @@ enum RealRoomScan {
         central.stopScan()
         central.close()
         print("heard \(listener.seen.count) device(s)")
+        return listener.failure
     }
 }

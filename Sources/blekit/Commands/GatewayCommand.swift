@@ -106,6 +106,13 @@ enum GatewayCommand: BlekitCommand {
                 return invocation.usage("--bthome: \(error.description)", help: help)
             }
         }
+        // No Bluetooth, a powered-off adapter or a refusing D-Bus policy end the gateway before
+        // it starts, with their own statuses: it would otherwise run on, publishing nothing.
+        do throws(CLIError) {
+            try await CentralSession.open(invocation).close()
+        } catch {
+            return invocation.fail(error)
+        }
         let gateway: Gateway
         do {
             gateway = try await start(configuration)
@@ -119,7 +126,10 @@ enum GatewayCommand: BlekitCommand {
                 sensor = try await startSensor(name: name, readings: readings,
                                                options: PeripheralManagerOptions(bus: invocation.global.bus, adapter: invocation.global.adapter))
             } catch {
+                // Asked for and not done: a gateway that runs on without it would look fine.
                 invocation.fail("cannot advertise BTHome: \(error)")
+                _ = await stop(gateway)
+                return .failure
             }
         }
         invocation.out("gateway \(name): publishing to \(host):\(port) under \(configuration.advertisementTopic); Ctrl-C to stop")

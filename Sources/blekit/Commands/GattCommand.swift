@@ -20,7 +20,7 @@ enum GattCommand: BlekitCommand {
         let readValues = invocation.arguments.has("--values")
         do throws(CLIError) {
             let device = try await ConnectedDevice.open(invocation, target: invocation.positionals[0])
-            var failures = 0
+            var failures: [String] = []
             var lines: [String] = ["\(device.peripheral.address)\(device.peripheral.name.map { " \($0)" } ?? "")"]
             var servicesJSON: [[String: Any]] = []
             for (serviceIndex, service) in device.services.enumerated() {
@@ -40,7 +40,7 @@ enum GattCommand: BlekitCommand {
                             line += " = " + ConnectedDevice.describe(value, characteristic: characteristic.uuid)
                             characteristicJSON["hex"] = Hex.compact(value)
                         } catch {
-                            failures += 1
+                            failures.append(error.message)
                             line += " = (read failed: \(error.message))"
                             characteristicJSON["error"] = error.message
                         }
@@ -54,10 +54,14 @@ enum GattCommand: BlekitCommand {
                         var descriptorJSON: [String: Any] = ["uuid": descriptor.uuid.uuidString]
                         descriptorJSON["name"] = Names.name(descriptor.uuid, .descriptor)
                         if readValues {
-                            if let value = try? await device.session.read(descriptor, on: device.peripheral, seconds: device.seconds) {
-                                let bytes = value
+                            do {
+                                let bytes = try await device.session.read(descriptor, on: device.peripheral, seconds: device.seconds) ?? Data()
                                 descriptorLine += " = " + (StandardValue.describe(descriptor: descriptor.uuid.uuidString128, value: Array(bytes)) ?? Hex.spaced(bytes))
                                 descriptorJSON["hex"] = Hex.compact(bytes)
+                            } catch {
+                                failures.append(error.message)
+                                descriptorLine += " = (read failed: \(error.message))"
+                                descriptorJSON["error"] = error.message
                             }
                         }
                         lines.append(descriptorLine)
@@ -72,13 +76,17 @@ enum GattCommand: BlekitCommand {
             }
             let counts = "\(device.services.count) service(s), \(device.services.reduce(0) { $0 + ($1.characteristics?.count ?? 0) }) characteristic(s)"
             if invocation.global.json {
-                invocation.json(["address": device.peripheral.address, "name": device.peripheral.name ?? "", "services": servicesJSON])
+                invocation.json(["address": device.peripheral.address, "identifier": device.peripheral.identifier.uuidString,
+                                 "name": device.peripheral.name ?? "", "services": servicesJSON])
             } else {
                 lines.forEach(invocation.out)
-                invocation.out(counts + (failures > 0 ? ", \(failures) read(s) failed" : ""))
+                invocation.out(counts + (failures.isEmpty ? "" : ", \(failures.count) read(s) failed"))
             }
             await device.close()
-            return failures > 0 ? .failure : .success
+            // The tree printed, but --values asked for every value: each one missing is said on
+            // standard error too, where scripts (and --json users) look for failures.
+            failures.forEach(invocation.fail)
+            return failures.isEmpty ? .success : .failure
         } catch {
             return invocation.fail(error)
         }

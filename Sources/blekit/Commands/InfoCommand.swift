@@ -19,11 +19,11 @@ enum InfoCommand: BlekitCommand {
             let seconds = try invocation.arguments.seconds("--timeout", default: 10)
             let session = try await CentralSession.open(invocation)
             defer { session.close() }
-            let peripheral = try await session.find(invocation.positionals[0], seconds: seconds)
+            let peripheral = try await session.find(invocation.positionals[0], seconds: seconds, connected: false)
             guard let entry = session.known[peripheral.address] else { throw CLIError("\(peripheral.address) vanished", .deviceNotFound) }
             let advertisement = entry.advertisement
             if invocation.global.json {
-                var object: [String: Any] = ["address": peripheral.address, "rssi": entry.rssi, "connectable": advertisement.isConnectable,
+                var object: [String: Any] = ["address": peripheral.address, "identifier": peripheral.identifier.uuidString, "rssi": entry.rssi, "connectable": advertisement.isConnectable,
                                              "state": peripheral.state.description,
                                              "services": advertisement.serviceUUIDs.map(\.uuidString)]
                 object["name"] = advertisement.localName ?? peripheral.name
@@ -33,7 +33,7 @@ enum InfoCommand: BlekitCommand {
                 invocation.json(object)
                 return .success
             }
-            var lines = ["Device \(peripheral.address)"]
+            var lines = ["Device \(peripheral.address)", "  Identifier: \(peripheral.identifier.uuidString)"]
             lines.append("  Name: \(advertisement.localName ?? peripheral.name ?? "(none)")")
             lines.append("  RSSI: \(entry.rssi) dBm")
             if let power = advertisement.txPowerLevel { lines.append("  TX power: \(power) dBm") }

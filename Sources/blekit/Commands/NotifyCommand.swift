@@ -13,7 +13,8 @@ enum NotifyCommand: BlekitCommand {
     ] + ConnectedDevice.options
     static let details = """
     Ctrl-C (SIGINT) or SIGTERM unsubscribes and disconnects before exiting with status 0; a
-    link lost on the way exits with status 6.
+    link lost on the way exits with status 6; with --count and --duration, fewer than N
+    notifications within the duration exits with status 7.
     Example: blekit notify HR-Strap "Heart Rate Measurement" --count 5
     """
 
@@ -72,6 +73,11 @@ enum NotifyCommand: BlekitCommand {
         while count.map({ outcome.received < $0 }) ?? true {
             guard let event = await device.session.inbox.next(before: end) else {
                 outcome.reason = ", \(CentralSession.format(duration ?? 0)) s passed"
+                if let count, outcome.received < count {
+                    // --count N is what was asked for: fewer is not a success.
+                    outcome.status = .timeout
+                    outcome.message = "only \(outcome.received) of \(count) notification(s) came within --duration \(CentralSession.format(duration ?? 0)) s"
+                }
                 return outcome
             }
             switch event {

@@ -11,7 +11,9 @@ enum ReadCommand: BlekitCommand {
         .value("--service", "SERVICE", "the service, when several have the characteristic"),
     ] + ConnectedDevice.options
     static let details = """
-    ADDRESS is the device's address or advertised name; CHARACTERISTIC a UUID (2a19) or a SIG
+    ADDRESS is the device's address, its BleKit identifier (`scan --json`) or its name (the
+    advertised one is remembered, so it still works after BlueZ renamed the device on connecting);
+    the same goes for gatt, write, notify, info and pair. CHARACTERISTIC is a UUID (2a19) or a SIG
     name ("Battery Level"). Prints `UUID Name: hex  (decoded)`; standard values (battery level,
     heart rate, PnP ID, Device Information strings) are decoded.
     Example: blekit read C0:FF:EE:00:00:02 "Battery Level"

@@ -14,7 +14,7 @@ enum ScanCommand: BlekitCommand {
         .value("--name", "PREFIX", "only devices whose name starts with PREFIX"),
         .value("--rssi", "DBM", "only devices at least this strong (-70)"),
         .value("--manufacturer", "COMPANY", "only devices with manufacturer data of this company (0x004C, or part of the name)"),
-        .value("--count", "N", "stop once N devices are listed (scripts waiting for a device)"),
+        .value("--count", "N", "stop once N devices are listed (scripts waiting for a device); fewer by --timeout exits with status 6"),
         .value("--limit", "ROWS", "at most this many rows in the live table (default: the terminal's height)"),
     ]
     static let details = """
@@ -89,7 +89,7 @@ enum ScanCommand: BlekitCommand {
                 guard filter.accepts(name: name, rssi: rssi, advertisement: advertisement) else { continue }
                 let now = Date()
                 let isNew = entries[peripheral.address] == nil
-                var entry = entries[peripheral.address] ?? ScanEntry(address: peripheral.address, name: name, rssi: rssi, manufacturers: [], services: [], firstSeen: now, lastSeen: now)
+                var entry = entries[peripheral.address] ?? ScanEntry(address: peripheral.address, identifier: peripheral.identifier, name: name, rssi: rssi, manufacturers: [], services: [], firstSeen: now, lastSeen: now)
                 entry.name = name ?? entry.name
                 entry.rssi = rssi
                 entry.lastSeen = now
@@ -113,12 +113,17 @@ enum ScanCommand: BlekitCommand {
         } else if !invocation.global.json {
             invocation.out("\(entries.count) device(s) heard, scan \(ending)")
         }
+        // --count N is a script waiting for N devices: the deadline passing first is not success.
+        if status == .success, ending != "interrupted", let count, entries.count < count {
+            invocation.fail("only \(entries.count) of \(count) device(s) heard within \(CentralSession.format(seconds)) s. Are they advertising and in range? Raise --timeout, or loosen the filters.")
+            status = .deviceNotFound
+        }
         return status
     }
 
     private static func printPlain(_ entry: ScanEntry, advertisement: AdvertisementData, invocation: Invocation) {
         if invocation.global.json {
-            var object: [String: Any] = ["address": entry.address, "rssi": entry.rssi,
+            var object: [String: Any] = ["address": entry.address, "identifier": entry.identifier.uuidString, "rssi": entry.rssi,
                                          "services": entry.services.map(\.uuidString),
                                          "manufacturers": entry.manufacturers.map { ["id": Int($0), "name": Names.company($0)] }]
             object["name"] = entry.name

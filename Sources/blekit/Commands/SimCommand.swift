@@ -13,7 +13,9 @@ enum SimCommand: BlekitCommand {
     ]
     static let details = """
     Prints DBUS_SYSTEM_BUS_ADDRESS=… first: give that address to other blekit commands with
-    --bus ADDRESS, or export it for any BlueZ client. Stops on SIGINT or SIGTERM.
+    --bus ADDRESS, or export it for any BlueZ client. Then one line per adapter (`adapter hci0
+    00:AA:01:00:00:00`) and per peripheral (`peripheral C0:FF:EE:00:00:01 LED`), then a summary.
+    Stops on SIGINT or SIGTERM.
     """
 
     @MainActor
@@ -49,7 +51,15 @@ enum SimCommand: BlekitCommand {
             return .failure
         }
         invocation.out("DBUS_SYSTEM_BUS_ADDRESS=\(address)")
-        invocation.out("BleSim is serving \(scenario.peripherals.count) peripheral(s) on \(scenario.configuration.adapters.map(\.name).joined(separator: ", ")). Press Ctrl-C to stop.")
+        for adapter in scenario.configuration.adapters {
+            invocation.out("adapter \(adapter.name) \(adapter.address)\(adapter.powered ? "" : " (powered off)")")
+        }
+        // A crowd is thousands of advertisers: the first few say what they look like.
+        for peripheral in scenario.peripherals.prefix(20) {
+            invocation.out("peripheral \(peripheral.address) \(peripheral.name ?? "(no name)")")
+        }
+        if scenario.peripherals.count > 20 { invocation.out("… and \(scenario.peripherals.count - 20) more peripheral(s)") }
+        invocation.out("BleSim is serving \(scenario.peripherals.count) peripheral(s) on \(scenario.configuration.adapters.map(\.name).joined(separator: ", ")). Point clients at it with --bus \(address) (or export DBUS_SYSTEM_BUS_ADDRESS). Press Ctrl-C to stop.")
         await Termination.wait()
         await simulator.stop(.clean)
         bus?.stop()

@@ -12,7 +12,9 @@ enum WriteCommand: BlekitCommand {
         .value("--service", "SERVICE", "the service, when several have the characteristic"),
     ] + ConnectedDevice.options
     static let details = """
-    With a response, blekit waits for the device's answer and reports an ATT error if it refused.
+    With a response, blekit waits for the device's answer and fails with the ATT error if it
+    refused. Without a response there is no answer: blekit waits until the packet has left BleKit
+    for BlueZ, and fails if BleKit refused it (longer than the link carries: see the message).
     Example: blekit write LED-Status ff01 01
     """
 
@@ -58,7 +60,7 @@ enum WriteCommand: BlekitCommand {
                 invocation.json(["address": device.peripheral.address, "characteristic": characteristic.uuid.uuidString, "hex": Hex.compact(value),
                                  "bytes": value.count, "withResponse": withResponse])
             } else {
-                invocation.out("wrote \(value.count) byte(s) to \(Names.label(characteristic.uuid, .characteristic)) \(withResponse ? "with response (acknowledged)" : "without response")")
+                invocation.out("wrote \(value.count) byte(s) to \(Names.label(characteristic.uuid, .characteristic)) \(withResponse ? "with response (acknowledged)" : "without response (handed to BlueZ; the device does not acknowledge these)")")
             }
             await device.close()
             return .success

@@ -5,6 +5,8 @@ import Foundation
 /// One device in `blekit scan`'s table: the latest of what it advertised.
 struct ScanEntry {
     let address: String
+    /// BleKit's `Peripheral.identifier`, which `read`, `write` and the others accept too.
+    let identifier: UUID
     var name: String?
     var rssi: Int
     var manufacturers: [UInt16]

@@ -1,5 +1,7 @@
 import BleCore
+import BleDBus
 import BleSim
+import BlueZVocabulary
 import Foundation
 
 /// Runs `blekit serve`: registers the services, advertises, answers requests, runs rules.
@@ -75,7 +77,13 @@ final class PeripheralServer {
             agentDelegate = delegate
         }
         defer { agent?.stop() }
+        let adapterAddress = await Self.address(ofAdapter: manager.adapterName, of: manager)
         say("serving \(served.spec.name ?? "a peripheral") on \(manager.adapterName ?? "the adapter"): \(served.services.map { Names.label($0.uuid, .service) }.joined(separator: ", ")); advertising\(agentText). Ctrl-C to stop.")
+        say("centrals reach it at \(manager.adapterName ?? "the adapter")'s address \(adapterAddress ?? "(unknown: `bluetoothctl list` shows it)")\(served.advertisement.localName.map { ", advertised as \($0)" } ?? "")")
+        for service in served.services {
+            let characteristics = (service.characteristics ?? []).map { "\(Names.label($0.uuid, .characteristic)) [\(Names.flags($0.properties).joined(separator: ", "))]" }
+            say("  service \(Names.label(service.uuid, .service)): \(characteristics.joined(separator: "; "))")
+        }
         startPeriodicRules()
         let end = duration.map { Date().addingTimeInterval($0) } ?? .distantFuture
         while true {
@@ -105,6 +113,17 @@ final class PeripheralServer {
             default: continue
             }
         }
+    }
+
+    /// The adapter's address (Adapter1 `Address`), which centrals connect to. BlueZ may advertise
+    /// with a random address when the adapter is privacy-enabled; this is the identity address.
+    @BleLoop private static func address(ofAdapter name: String?, of manager: PeripheralManager) async -> String? {
+        guard let name, let path = try? ObjectPath("/org/bluez/\(name)"), let connection = manager.dbusConnection else { return nil }
+        guard let reply = try? await connection.call(destination: BlueZ.busName, path: path, interface: FreedesktopDBus.Properties.interface,
+                                                     member: FreedesktopDBus.Properties.get,
+                                                     arguments: [.string(BlueZ.Adapter1.interface), .string(BlueZ.Adapter1.address.name)]),
+              case .variant(.string(let address))? = reply.first else { return nil }
+        return address
     }
 
     private func waitForPoweredOn(_ manager: PeripheralManager) async throws(CLIError) {
@@ -171,8 +190,12 @@ final class PeripheralServer {
                 return nil
             }.first
             if let refusal {
-                if request.needsResponse { manager?.respond(to: request, withResult: .failure(AttError(code: refusal))) }
-                say("write \(Names.label(characteristic.uuid, .characteristic)) by \(request.central.address) ← \(Hex.spaced(data)) → ATT error 0x\(String(refusal, radix: 16)) (rule)")
+                if request.needsResponse {
+                    manager?.respond(to: request, withResult: .failure(AttError(code: refusal)))
+                    say("write \(Names.label(characteristic.uuid, .characteristic)) by \(request.central.address) ← \(Hex.spaced(data)) → ATT error 0x\(String(refusal, radix: 16)) (rule)")
+                } else {
+                    say("write \(Names.label(characteristic.uuid, .characteristic)) by \(request.central.address) ← \(Hex.spaced(data)) (without response) → dropped (rule: ATT error 0x\(String(refusal, radix: 16)); a write without response has no answer to carry it)")
+                }
                 continue
             }
             var stored = values[characteristic.uuid.uuidString128] ?? Data()

@@ -34,8 +34,8 @@ final class SimulatedRoom: @unchecked Sendable {
     }
 
     /// Runs blekit against this room: `--bus` is added.
-    func blekit(_ arguments: [String], timeout: TimeInterval = 60) async throws -> CLIRun {
-        try await CLIRun.run(arguments + ["--bus", bus.address], timeout: timeout)
+    func blekit(_ arguments: [String], timeout: TimeInterval = 60, environment: [String: String]? = nil) async throws -> CLIRun {
+        try await CLIRun.run(arguments + ["--bus", bus.address], timeout: timeout, environment: environment)
     }
 }
 
@@ -57,12 +57,27 @@ struct CLIRun: Sendable {
         var description: String { "blekit is not built next to the test bundle (swift build --build-tests builds it)" }
     }
 
+    /// The environment blekit runs in: ours, with its name memory (`XDG_CACHE_HOME`) in a
+    /// directory of this test process, never the user's.
+    static let environment: [String: String] = {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-cli-cache-\(getpid())").path
+        return environment
+    }()
+
+    /// `environment` with a cache directory of its own: a run that remembers nothing yet.
+    static func freshEnvironment() -> [String: String] {
+        var fresh = environment
+        fresh["XDG_CACHE_HOME"] = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-cli-cache-\(UUID().uuidString)").path
+        return fresh
+    }
+
     /// Runs blekit with `arguments` off the cooperative pool (the wait blocks a thread).
     static func run(_ arguments: [String], timeout: TimeInterval = 60, environment: [String: String]? = nil,
                     executable program: String? = nil) async throws -> CLIRun {
         guard let executable = program ?? executable else { throw NotBuilt() }
         let errorsPath = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-cli-\(UUID().uuidString).err").path
-        let child = try ChildProcess(arguments: [executable] + arguments, environment: environment, standardErrorPath: errorsPath)
+        let child = try ChildProcess(arguments: [executable] + arguments, environment: environment ?? Self.environment, standardErrorPath: errorsPath)
         let result = await withCheckedContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: timeout)) }
         }
@@ -80,10 +95,10 @@ final class RunningCLI: @unchecked Sendable {
     let child: ChildProcess
     let errorsPath: String
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String] = CLIRun.environment) throws {
         guard let executable = CLIRun.executable else { throw CLIRun.NotBuilt() }
         errorsPath = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-cli-\(UUID().uuidString).err").path
-        child = try ChildProcess(arguments: [executable] + arguments, environment: nil, standardErrorPath: errorsPath)
+        child = try ChildProcess(arguments: [executable] + arguments, environment: environment, standardErrorPath: errorsPath)
     }
 
     /// The next line of its output, or nil at the deadline.
