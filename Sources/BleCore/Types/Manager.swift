@@ -24,7 +24,7 @@ public class Manager: @unchecked Sendable {
     /// bluetoothd's D-Bus policy with a `Ping` on the bus of `CentralManagerOptions.defaults`:
     /// `allowedAlways` when bluetoothd answers, `denied` when the policy refuses the call,
     /// `restricted` when the bus's socket is refused, `notDetermined` when bluetoothd is not on
-    /// the bus or does not answer within 2 s.
+    /// the bus or does not answer within 5 s.
     ///
     /// It waits for the answer, so ask it off BleKit's loop thread; on the loop thread (inside
     /// a delegate callback delivered there) it answers at once with the last verdict known,
@@ -39,7 +39,8 @@ public class Manager: @unchecked Sendable {
 /// Asks bluetoothd's D-Bus policy whether this process may call it.
 enum AuthorizationProbe {
     private static let lastVerdict = Locked(ManagerAuthorization.notDetermined)
-    private static let timeout: Duration = .seconds(2)
+    // A Ping is one round trip; the margin is for a loaded machine, where the bus itself is slow to open.
+    private static let timeout: Duration = .seconds(5)
 
     static func verdict(bus: BleBus) -> ManagerAuthorization {
         if MainLoop.shared.isCurrent { return lastVerdict.value }

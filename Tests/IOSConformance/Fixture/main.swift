@@ -7,6 +7,8 @@ import Foundation
 //
 //     IOSConformance central|peripheral|seed000|seed001 --bus ADDRESS --adapter NAME
 
+// The seeds print as iOS apps do; a pipe would hold their lines until exit.
+setvbuf(stdout, nil, _IOLBF, 0)
 let arguments = CommandLine.arguments
 func value(after option: String) -> String? {
     guard let index = arguments.firstIndex(of: option), index + 1 < arguments.count else { return nil }
@@ -26,9 +28,12 @@ CentralManagerOptions.defaults = central
 var peripheral = PeripheralManagerOptions.defaults
 peripheral.bus = .address(bus)
 peripheral.adapter = adapter
-// Notifications through the bus with room for one: updateValue reports a full queue at once.
-peripheral.acquireSockets = false
-peripheral.notificationWindow = 1
+if arguments[1] == "peripheral" {
+    // The flow's notifications go through the bus with room for one: updateValue reports a
+    // full queue at once, so peripheralManagerIsReady(toUpdateSubscribers:) is due.
+    peripheral.acquireSockets = false
+    peripheral.notificationWindow = 1
+}
 PeripheralManagerOptions.defaults = peripheral
 
 var running: AnyObject?
