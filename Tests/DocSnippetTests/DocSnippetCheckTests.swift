@@ -60,7 +60,9 @@ import Testing
                          "problems.md:27: `make no-such-target`: the Makefile has no target no-such-target",
                          "problems.md:28: `swift run NoSuchProduct`: Package.swift has no executable NoSuchProduct",
                          "problems.md:29: `blekit scan` has no option --no-such-option",
-                         "problems.md:30: `blekit frobnicate` is not a blekit command"] {
+                         "problems.md:30: `blekit frobnicate` is not a blekit command",
+                         "problems.md:33: `make no-such-inline-target`: the Makefile has no target no-such-inline-target",
+                         "problems.md:33: `blekit gatt` has no option --no-such-option"] {
             #expect(output.contains(expected), "missing \(expected)\n\(output)")
         }
     }
