@@ -25,7 +25,7 @@ import Testing
     @Test func goodBlocksPassInTheirModesWithTheirPreludes() throws {
         let (status, output) = try Self.check("good.md")
         #expect(status == 0, "\(output)")
-        #expect(output.contains("ok: 2 Swift block(s) in 1 file(s) compiled, 1 skipped on purpose, 1 shell block(s) checked"), "\(output)")
+        #expect(output.contains("ok: 2 Swift block(s) in 1 file(s) compiled (2 compilations), 1 skipped on purpose, 1 shell block(s) checked"), "\(output)")
         #expect(output.contains("good.md:34: not compiled on purpose: shows the error the compiler gives"), "\(output)")
     }
 
@@ -41,6 +41,11 @@ import Testing
         let (status, output) = try Self.check("swift6.md")
         #expect(status == 1, "\(output)")
         #expect(output.contains("swift6.md:9:32: error: main actor-isolated var 'counter' can not be mutated"), "\(output)")
+        // mode=5+6: compiled twice, refused by Swift 6 only.
+        #expect(output.contains("(2 Swift block(s) in 1 file(s) compiled (3 compilations)"), "\(output)")
+        #expect(output.contains("swift6.md:16: ```swift block does not compile (swift 6 mode)"), "\(output)")
+        #expect(output.contains("swift6.md:20:32: error: main actor-isolated var 'total' can not be mutated"), "\(output)")
+        #expect(!output.contains("(swift 5 mode)"), "\(output)")
     }
 
     @Test func aWarningFails() throws {
