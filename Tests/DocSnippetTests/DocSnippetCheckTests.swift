@@ -48,6 +48,13 @@ import Testing
         #expect(!output.contains("(swift 5 mode)"), "\(output)")
     }
 
+    @Test func aManifestIsCheckedAgainstPackageDescription() throws {
+        let (status, output) = try Self.check("manifest.md")
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("manifest.md:20:67: error: type 'Target.Dependency' has no member 'produkt'"), "\(output)")
+        #expect(output.contains("FAILED: 1 block(s) do not compile"), "\(output)")
+    }
+
     @Test func aWarningFails() throws {
         let (status, output) = try Self.check("warning.md")
         #expect(status == 1, "\(output)")
