@@ -35,14 +35,17 @@ public final class PrivateBus: @unchecked Sendable {
     private var stopped = false
 
     /// Starts a daemon and waits (up to `timeout` at the tests' clock) until it listens.
-    public init(timeout: TimeInterval = 10) throws {
+    /// `denyingCallsTo` names a bus name whose method calls the daemon's policy refuses with
+    /// `org.freedesktop.DBus.Error.AccessDenied`, as the system bus refuses `org.bluez` to a
+    /// user outside the `bluetooth` group.
+    public init(timeout: TimeInterval = 10, denyingCallsTo deniedName: String? = nil) throws {
         let daemon = ["/usr/bin/dbus-daemon", "/bin/dbus-daemon"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let daemon else { throw StartError.daemonMissing }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-bus-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus.sock").path
         let config = directory.appendingPathComponent("bus.conf")
-        try PrivateBus.configuration(socketPath: socket).write(to: config, atomically: true, encoding: .utf8)
+        try PrivateBus.configuration(socketPath: socket, denying: deniedName).write(to: config, atomically: true, encoding: .utf8)
 
         // The guard: when our end of its stdin closes (we stopped, or died), `read` returns and
         // the daemon is killed. Every pipe end is close-on-exec, so only the guard holds them.
@@ -84,11 +87,11 @@ public final class PrivateBus: @unchecked Sendable {
     /// Starts a bus on a thread of its own, so that waiting for the daemon never blocks the
     /// caller's thread (BleKit's loop thread, when the caller is `@BleLoop` code that other
     /// tests running in parallel depend on).
-    public static func start(timeout: TimeInterval = 10) async throws -> PrivateBus {
+    public static func start(timeout: TimeInterval = 10, denyingCallsTo deniedName: String? = nil) async throws -> PrivateBus {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 do {
-                    continuation.resume(returning: try PrivateBus(timeout: timeout))
+                    continuation.resume(returning: try PrivateBus(timeout: timeout, denyingCallsTo: deniedName))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -108,8 +111,9 @@ public final class PrivateBus: @unchecked Sendable {
         return try await body(bus)
     }
 
-    static func configuration(socketPath: String) -> String {
-        """
+    static func configuration(socketPath: String, denying deniedName: String? = nil) -> String {
+        let deny = deniedName.map { "\n    <deny send_destination=\"\($0)\" send_type=\"method_call\"/>" } ?? ""
+        return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
@@ -120,7 +124,7 @@ public final class PrivateBus: @unchecked Sendable {
             <allow send_destination="*" eavesdrop="true"/>
             <allow eavesdrop="true"/>
             <allow own="*"/>
-            <allow user="*"/>
+            <allow user="*"/>\(deny)
           </policy>
         </busconfig>
         """

@@ -42,6 +42,12 @@ public final class SimulatorFixture {
         return try await start(bus: bus, peripherals: peripherals, configuration: configuration)
     }
 
+    /// The same on a bus the test started itself (one whose policy denies calls, say).
+    public nonisolated static func start(on bus: PrivateBus, peripherals: [PeripheralSpec] = [],
+                                         configuration: Simulator.Configuration = .init()) async throws -> SimulatorFixture {
+        try await start(bus: bus, peripherals: peripherals, configuration: configuration)
+    }
+
     private static func start(bus: PrivateBus, peripherals: [PeripheralSpec],
                               configuration: Simulator.Configuration) async throws -> SimulatorFixture {
         let simulator = Simulator(configuration: configuration)

@@ -47,6 +47,14 @@ public enum FreedesktopDBus {
         public static let interfacesRemoved = "InterfacesRemoved"
     }
 
+    /// `org.freedesktop.DBus.Peer`, which libdbus answers for every connection by itself.
+    public enum Peer {
+        /// The interface name.
+        public static let interface = "org.freedesktop.DBus.Peer"
+        /// `Ping()`: an empty reply, unless the bus policy forbids the call.
+        public static let ping = "Ping"
+    }
+
     /// `org.freedesktop.DBus.Introspectable`.
     public enum Introspectable {
         /// The interface name.

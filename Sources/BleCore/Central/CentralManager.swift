@@ -15,7 +15,7 @@ import Foundation
 /// manager follows adapters appearing, powering and disappearing, and bluetoothd leaving and
 /// returning on the bus (pending operations fail, peripherals disconnect, the cache is rebuilt
 /// and a requested scan resumes).
-public final class CentralManager: @unchecked Sendable {
+public final class CentralManager: Manager, @unchecked Sendable {
     /// The options it was made with.
     public let options: CentralManagerOptions
     /// Receives every event after `delegate`, for components that listen side by side.
@@ -67,6 +67,7 @@ public final class CentralManager: @unchecked Sendable {
     public init(delegate: CentralManagerDelegate?, queue: DispatchQueue?, options: CentralManagerOptions = CentralManagerOptions()) {
         self.options = options
         self.session = BlueZSession(options: options, callbacks: CallbackQueue(queue: queue))
+        super.init()
         delegateBox.value = WeakDelegate(value: delegate)
         LoopBridge.async { [self] in
             Task { @BleLoop in await self.open() }
@@ -88,9 +89,9 @@ public final class CentralManager: @unchecked Sendable {
     // MARK: Public state
 
     /// The adapter's state as seen by this manager.
-    public var state: ManagerState { LoopBridge.sync { self.currentState } }
+    public override var state: ManagerState { LoopBridge.sync { self.currentState } }
     /// Why `state` is `unsupported` or `unauthorized` (no bus, access denied, no bluetoothd), if known.
-    public var stateError: BleError? { LoopBridge.sync { self.currentStateError } }
+    public override var stateError: BleError? { LoopBridge.sync { self.currentStateError } }
     /// True between `scanForPeripherals` and `stopScan` (also while waiting for the daemon to return).
     public var isScanning: Bool { LoopBridge.sync { self.scan != nil } }
     /// The adapter in use (`hci0`), when one is.

@@ -51,3 +51,9 @@ public typealias CBAttribute = Attribute
 public typealias CBPeer = Peer
 /// CoreFoundation's `CFAbsoluteTimeGetCurrent()`: now, in seconds since 1 January 2001.
 public func CFAbsoluteTimeGetCurrent() -> CFAbsoluteTime { Date().timeIntervalSinceReferenceDate }
+/// CoreBluetooth's `CBManager`, here ``Manager``: what both managers share (`state`,
+/// `authorization`).
+public typealias CBManager = Manager
+/// CoreBluetooth's `CBManagerAuthorization`, here ``ManagerAuthorization``: from bluetoothd's
+/// D-Bus policy instead of a privacy prompt.
+public typealias CBManagerAuthorization = ManagerAuthorization

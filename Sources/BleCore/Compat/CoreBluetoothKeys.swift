@@ -77,14 +77,18 @@ public let CBAdvertisementDataSolicitedServiceUUIDsKey = "kCBAdvDataSolicitedSer
 @available(*, unavailable, message: "Linux shows no power alert: watch peripheralManagerDidUpdateState and tell the user")
 public let CBPeripheralManagerOptionShowPowerAlertKey = "kCBInitOptionShowPowerAlert"
 
-/// `CBPeripheralManagerOptionRestoreIdentifierKey`: Linux does not relaunch apps for the peripheral role.
-@available(*, unavailable, message: "BleKit's peripheral role is not restored: add the services and start advertising again at launch")
+/// `CBPeripheralManagerOptionRestoreIdentifierKey`: sets `PeripheralManagerOptions.restoreIdentifier`.
+/// bluetoothd forgets a process's services and advertisements when the process ends, so a new
+/// process restores nothing; what BleKit restores is the peripheral role across a bluetoothd
+/// restart or the adapter's return, and with this key it says so in
+/// `peripheralManager(_:willRestoreState:)` before the state turns `poweredOn` again.
 public let CBPeripheralManagerOptionRestoreIdentifierKey = "kCBInitOptionRestoreIdentifier"
 
-/// `CBPeripheralManagerRestoredStateServicesKey`: see `CBPeripheralManagerOptionRestoreIdentifierKey`.
-@available(*, unavailable, message: "BleKit's peripheral role is not restored: add the services again at launch")
+/// `CBPeripheralManagerRestoredStateServicesKey`: in `willRestoreState`, the `[CBMutableService]`
+/// BleKit registers again with bluetoothd (do not add them again).
 public let CBPeripheralManagerRestoredStateServicesKey = "kCBRestoredServices"
 
-/// `CBPeripheralManagerRestoredStateAdvertisementDataKey`: see `CBPeripheralManagerOptionRestoreIdentifierKey`.
-@available(*, unavailable, message: "BleKit's peripheral role is not restored: start advertising again at launch")
+/// `CBPeripheralManagerRestoredStateAdvertisementDataKey`: in `willRestoreState`, the
+/// `startAdvertising` data BleKit advertises again (`CBAdvertisementDataLocalNameKey`,
+/// `CBAdvertisementDataServiceUUIDsKey`); absent when none was being advertised.
 public let CBPeripheralManagerRestoredStateAdvertisementDataKey = "kCBRestoredAdvertisement"

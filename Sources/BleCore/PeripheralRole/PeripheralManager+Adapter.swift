@@ -86,6 +86,7 @@ extension PeripheralManager {
 
     /// Everything registered with the departed daemon (or adapter) is gone.
     @BleLoop func daemonGone() {
+        if options.restoreIdentifier != nil, !services.isEmpty || compatibilityAdvertisement != nil { restorationDue = true }
         application.registered = false
         application.inFlight = false
         for record in advertisements.values where record.registration?.state == .active {
@@ -216,6 +217,23 @@ extension PeripheralManager {
             BleLog.warning("refused \(call.member) on \(call.path) from \(call.sender): not the owner of org.bluez")
             call.fail(name: BlueZ.ErrorName.notAuthorized, message: BlueZ.ErrorMessage.notAuthorized)
             return true
+        }
+    }
+
+    /// CoreBluetooth's `willRestoreState`, for what BleKit is about to register again.
+    @BleLoop func announceRestoration() {
+        let services = self.services.map(\.service)
+        let advertisement = compatibilityAdvertisement?.advertisement
+        emit { delegate in
+            var state: [String: Any] = [CBPeripheralManagerOptionRestoreIdentifierKey: self.options.restoreIdentifier ?? ""]
+            if !services.isEmpty { state[CBPeripheralManagerRestoredStateServicesKey] = services }
+            if let advertisement {
+                var data: [String: Any] = [:]
+                if let name = advertisement.localName { data[CBAdvertisementDataLocalNameKey] = name }
+                if !advertisement.serviceUUIDs.isEmpty { data[CBAdvertisementDataServiceUUIDsKey] = advertisement.serviceUUIDs }
+                state[CBPeripheralManagerRestoredStateAdvertisementDataKey] = data
+            }
+            delegate.peripheralManager(self, willRestoreState: state)
         }
     }
 }

@@ -18,7 +18,7 @@ import Foundation
 /// leaving stops it; BleKit names the central when only one is connected, else
 /// `Central.unidentified`), and notifying a single central (every value goes to every
 /// subscribed central; `onSubscribedCentrals` cannot narrow it, see `updateValue`).
-public final class PeripheralManager: @unchecked Sendable {
+public final class PeripheralManager: Manager, @unchecked Sendable {
     /// The options it was made with.
     public let options: PeripheralManagerOptions
     /// Receives every event after `delegate`.
@@ -59,11 +59,14 @@ public final class PeripheralManager: @unchecked Sendable {
     @BleLoop var flow = NotificationFlow()
     @BleLoop var daemonAbsence: LoopTimer?
     @BleLoop var warnedAboutSubsets = false
+    /// bluetoothd (or the adapter) went away with services or advertisements registered, which
+    /// BleKit registers again: `willRestoreState` is due before the next `poweredOn`.
+    @BleLoop var restorationDue = false
     /// Requests handed to the delegates whose answer (or deadline) has not come yet.
     @BleLoop var unansweredRequestCount = 0
 
     /// Starts a manager; `peripheralManagerDidUpdateState` follows once bluetoothd has answered.
-    public init(delegate: PeripheralManagerDelegate?, queue: DispatchQueue?, options: PeripheralManagerOptions = PeripheralManagerOptions()) {
+    public init(delegate: PeripheralManagerDelegate?, queue: DispatchQueue?, options: PeripheralManagerOptions) {
         self.options = options
         let number = Self.counter.withLock { value -> Int in
             value += 1
@@ -75,16 +78,13 @@ public final class PeripheralManager: @unchecked Sendable {
         session = BlueZSession(options: CentralManagerOptions(bus: options.bus, adapter: options.adapter,
                                                               operationTimeout: .seconds(10)),
                                callbacks: CallbackQueue(queue: queue))
+        super.init()
         delegateBox.value = WeakDelegate(value: delegate)
         LoopBridge.async { [self] in
             Task { @BleLoop in await self.open() }
         }
     }
 
-    /// CoreBluetooth's spelling; `options` is ignored (no restoration on Linux).
-    public convenience init(delegate: PeripheralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]?) {
-        self.init(delegate: delegate, queue: queue, options: PeripheralManagerOptions())
-    }
 
     deinit {
         let session = self.session
@@ -94,9 +94,9 @@ public final class PeripheralManager: @unchecked Sendable {
     // MARK: State
 
     /// The serving adapter's state.
-    public var state: ManagerState { LoopBridge.sync { self.currentState } }
+    public override var state: ManagerState { LoopBridge.sync { self.currentState } }
     /// Why `state` is `unsupported` or `unauthorized`, if known.
-    public var stateError: BleError? { LoopBridge.sync { self.currentStateError } }
+    public override var stateError: BleError? { LoopBridge.sync { self.currentStateError } }
     /// The adapter served on (`hci0`), when one is.
     public var adapterName: String? { LoopBridge.sync { self.adapterPath.map { String($0.lastElement) } } }
     /// True while any advertisement of this manager is registered.
@@ -213,6 +213,10 @@ public final class PeripheralManager: @unchecked Sendable {
 
     @BleLoop func setState(_ newState: ManagerState) {
         guard newState != currentState else { return }
+        if newState == .poweredOn, restorationDue {
+            restorationDue = false
+            announceRestoration()
+        }
         BleLog.info("peripheral manager state \(currentState) → \(newState)")
         currentState = newState
         emit { $0.peripheralManagerDidUpdateState(self) }

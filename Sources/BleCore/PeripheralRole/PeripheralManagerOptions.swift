@@ -17,10 +17,15 @@ public struct PeripheralManagerOptions: Sendable {
     /// Notifications sent through the bus (`PropertiesChanged`) that may be on their way to
     /// bluetoothd at once; `updateValue` returns false beyond it until bluetoothd catches up.
     public var notificationWindow: Int
+    /// CoreBluetooth's restore identifier: when set, `peripheralManager(_:willRestoreState:)`
+    /// tells which services and advertisement BleKit registered again after bluetoothd
+    /// restarted or the adapter came back (see `CBPeripheralManagerOptionRestoreIdentifierKey`).
+    public var restoreIdentifier: String?
 
     /// Defaults suited to real hardware.
     public init(bus: BleBus = .system, adapter: String? = nil, requestTimeout: Duration = .seconds(5),
-                acquireSockets: Bool = true, notificationWindow: Int = 32) {
+                acquireSockets: Bool = true, notificationWindow: Int = 32, restoreIdentifier: String? = nil) {
+        self.restoreIdentifier = restoreIdentifier
         self.bus = bus
         self.adapter = adapter
         self.requestTimeout = requestTimeout
