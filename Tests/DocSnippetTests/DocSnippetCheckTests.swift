@@ -90,8 +90,10 @@ import Testing
                          "problems.md:29: `blekit scan` has no option --no-such-option",
                          "problems.md:30: `blekit frobnicate` is not a blekit command",
                          "problems.md:33: `make no-such-inline-target`: the Makefile has no target no-such-inline-target",
-                         "problems.md:33: `blekit gatt` has no option --no-such-option"] {
+                         "problems.md:33: `blekit gatt` has no option --no-such-option",
+                         "problems.md:37: `./scripts/no-such-script`: no such executable in the repository"] {
             #expect(output.contains(expected), "missing \(expected)\n\(output)")
         }
+        #expect(!output.contains("problems.md:36:"), "scripts/check-ios-port exists\n\(output)")
     }
 }
