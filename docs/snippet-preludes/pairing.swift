@@ -1,4 +1,4 @@
-// The Pairing article's context: a central with a peripheral it found, and the app's UI.
+// The Pairing article's context (compiled, never run): a central with a peripheral it found, and the app's UI.
 import BleCore
 
 let central = CentralManager(delegate: nil, queue: nil)
