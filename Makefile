@@ -18,6 +18,9 @@ check-docs:
 
 test: bootstrap check-docs
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	@# Every code block of README.md, docs/, the DocC catalogs and the READMEs compiles against
+	@# the modules just built (a few seconds; the script's header lists the snippet markers).
+	@./scripts/check-doc-snippets --bin-path "$$($(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)"
 	@# The gateway tests' outside decoders (PyPI, into .build's venv) before the tests start; if PyPI
 	@# is unreachable those checks skip loudly, so a failure here does not stop the run.
 	-@./scripts/gateway-python > /dev/null

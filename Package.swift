@@ -120,6 +120,8 @@ let package = Package(
         .executableTarget(name: "GatewayBenchmark", dependencies: ["BleGateway", "BleSim", "BleTestSupport", "BleDBus", "BenchmarkSupport"],
                           path: "Benchmarks/GatewayBenchmark"),
         .testTarget(name: "ExamplesTests", dependencies: ["BleTestSupport"]),
+        // scripts/check-doc-snippets (make test) on fixture documents: good blocks pass, each bad kind fails.
+        .testTarget(name: "DocSnippetTests", dependencies: ["BleTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
