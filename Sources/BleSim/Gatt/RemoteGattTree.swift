@@ -61,25 +61,12 @@ final class RemoteGattTree {
 
     /// The objects of the services `handle`'s service includes, in its declarations' order:
     /// bluetoothd lists only those it exports (`update_included_service` looks each up among
-    /// its service objects), and drops one whose service goes (`on_service_removed`).
+    /// its service objects). An include never outlives its service here (a bridged app's
+    /// services come and go together), so `on_service_removed`'s PropertiesChanged has no case.
     func includedPaths(of handle: UInt16) -> [ObjectPath] {
         guard let service = layout.services.first(where: { $0.handle == handle }) else { return [] }
         let present = Set(layout.services.map(\.handle))
         return service.includes.filter(present.contains).map { BlueZ.Paths.service(device: device.path, handle: $0) }
-    }
-
-    /// Announces `Includes` on every service whose list is no longer `before`'s, as
-    /// bluetoothd's PropertiesChanged after services came or went.
-    private func announceIncludesChanged(since before: [UInt16: [ObjectPath]]) {
-        guard let objects else { return }
-        for service in layout.services where before[service.handle].map({ $0 != includedPaths(of: service.handle) }) ?? false {
-            objects.emitPropertiesChanged(path: BlueZ.Paths.service(device: device.path, handle: service.handle),
-                                          interface: BlueZ.GattService1.interface, names: [BlueZ.GattService1.includes.name])
-        }
-    }
-
-    private var includedPathsByService: [UInt16: [ObjectPath]] {
-        Dictionary(uniqueKeysWithValues: layout.services.map { ($0.handle, includedPaths(of: $0.handle)) })
     }
 
     /// Removes every object depth-first in handle order, descriptors before their
@@ -105,7 +92,6 @@ final class RemoteGattTree {
     /// `unexport`'s order, and the other services stay as they are.
     func removeServices(handles: Set<UInt16>) {
         guard let objects else { return }
-        let includesBefore = includedPathsByService
         var kept: [GattLayout.Service] = []
         var keptPaths: [ObjectPath] = []
         for (index, service) in layout.services.enumerated() {
@@ -131,7 +117,6 @@ final class RemoteGattTree {
         characteristics.removeAll { removedPaths.contains($0.servicePath) }
         services = keptPaths
         layout.services = kept
-        announceIncludesChanged(since: includesBefore)
     }
 
     /// The peer's database gained the services of `newLayout` whose handles are not here yet:
@@ -140,7 +125,6 @@ final class RemoteGattTree {
         let present = Set(layout.services.map(\.handle))
         let added = newLayout.services.filter { !present.contains($0.handle) }
         guard !added.isEmpty, let objects else { return false }
-        let includesBefore = includedPathsByService
         for service in added {
             let servicePath = BlueZ.Paths.service(device: device.path, handle: service.handle)
             services.append(servicePath)
@@ -159,7 +143,6 @@ final class RemoteGattTree {
                 remote.linkUp(link)
             }
         }
-        announceIncludesChanged(since: includesBefore)
         return true
     }
 
