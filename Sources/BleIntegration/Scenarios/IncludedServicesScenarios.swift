@@ -6,6 +6,9 @@ import Foundation
 /// Included services end to end: a `PeripheralManager` on the peripheral adapter serves a
 /// service that includes two others (one primary, one secondary), and BleKit's central on the
 /// other adapter finds them with `discoverIncludedServices`.
+///
+/// Its bluetoothd transcript was recorded in the VM (scenario run alone, under software
+/// emulation: 3.2 s, 16.3 s with the boot).
 public enum IncludedServicesScenarios {
     static let all: [IntegrationScenario] = [includedServices]
     static let outer = BluetoothUUID(string: "b1e40020-0000-4000-8000-00805f9b34fb")
