@@ -21,6 +21,8 @@ public enum AsyncBleClientError: Error, LocalizedError, CustomStringConvertible,
         case discoverCharacteristics
         /// `discoverDescriptors(for:)`.
         case discoverDescriptors
+        /// `discover(includedServiceUUIDs:for:)`.
+        case discoverIncludedServices
         /// `read(for:)`.
         case readValue
         /// `write(_:to:type:)`.
@@ -46,6 +48,7 @@ public enum AsyncBleClientError: Error, LocalizedError, CustomStringConvertible,
             case .discoverServices: return "service discovery"
             case .discoverCharacteristics: return "characteristic discovery"
             case .discoverDescriptors: return "descriptor discovery"
+            case .discoverIncludedServices: return "included service discovery"
             case .readValue: return "read"
             case .writeValue: return "write"
             case .notifications: return "notifications"

@@ -66,6 +66,17 @@ public final class AsyncPeripheral: Sendable {
         }
     }
 
+    /// The services `service` includes (all when `includedServiceUUIDs` is nil), in its
+    /// Include declarations' order; `service.includedServices` holds them too. They are the
+    /// same objects as those of `discover(serviceUUIDs:)`.
+    public func discover(includedServiceUUIDs: [CBUUID]? = nil, for service: CBService, timeout: TimeInterval? = nil) async throws -> [CBService] {
+        let peripheral = self.peripheral
+        return try await awaitCall(.discoverIncludedServices, timeout: timeout) { call in
+            call.finish(peripheral.performDiscoverIncludedServices(includedServiceUUIDs, for: service)
+                .mapError { AsyncBleClientError.operationFailed(.discoverIncludedServices, $0) })
+        }
+    }
+
     /// The descriptors of `characteristic`.
     public func discoverDescriptors(for characteristic: CBCharacteristic, timeout: TimeInterval? = nil) async throws -> [CBDescriptor] {
         let peripheral = self.peripheral

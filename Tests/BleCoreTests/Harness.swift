@@ -15,6 +15,7 @@ enum Event: CustomStringConvertible {
     case disconnected(Peripheral, BleError?)
     case services(Peripheral, BleError?)
     case characteristics(Service, BleError?)
+    case includedServices(Service, BleError?)
     case descriptors(Characteristic, BleError?)
     case value(Characteristic, Data?, BleError?)
     case wrote(Characteristic, BleError?)
@@ -37,6 +38,7 @@ enum Event: CustomStringConvertible {
         case .disconnected(let p, let e): return "disconnected(\(p.address), \(String(describing: e)))"
         case .services(_, let e): return "services(\(String(describing: e)))"
         case .characteristics(let s, let e): return "characteristics(\(s.uuid), \(String(describing: e)))"
+        case .includedServices(let s, let e): return "includedServices(\(s.uuid), \(String(describing: e)))"
         case .descriptors(let c, let e): return "descriptors(\(c.uuid), \(String(describing: e)))"
         case .value(let c, let d, let e): return "value(\(c.uuid), \(d.map { Array($0) } ?? []), \(String(describing: e)))"
         case .wrote(let c, let e): return "wrote(\(c.uuid), \(String(describing: e)))"
@@ -53,7 +55,7 @@ enum Event: CustomStringConvertible {
 
     var error: BleError? {
         switch self {
-        case .failedToConnect(_, let e), .disconnected(_, let e), .services(_, let e), .characteristics(_, let e),
+        case .failedToConnect(_, let e), .disconnected(_, let e), .services(_, let e), .characteristics(_, let e), .includedServices(_, let e),
              .descriptors(_, let e), .value(_, _, let e), .wrote(_, let e), .notifyState(_, _, let e),
              .descriptorValue(_, _, let e), .descriptorWrote(_, let e), .rssi(_, let e), .scanFailed(let e):
             return e
@@ -119,6 +121,9 @@ extension Recorder: @preconcurrency PeripheralDelegate {
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) { record(.services(peripheral, error as? BleError)) }
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
         record(.characteristics(service, error as? BleError))
+    }
+    func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: Error?) {
+        record(.includedServices(service, error as? BleError))
     }
     func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: Error?) {
         record(.descriptors(characteristic, error as? BleError))

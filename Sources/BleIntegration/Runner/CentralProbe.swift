@@ -12,6 +12,7 @@ enum ProbeEvent: CustomStringConvertible {
     case disconnected(Peripheral, BleError?)
     case services(BleError?)
     case characteristics(Service, BleError?)
+    case includedServices(Service, BleError?)
     case descriptors(Characteristic, BleError?)
     case value(Characteristic, Data?, BleError?)
     case wrote(Characteristic, BleError?)
@@ -30,6 +31,7 @@ enum ProbeEvent: CustomStringConvertible {
         case .disconnected(let peripheral, let error): return "disconnected \(peripheral.address) \(Self.describe(error))"
         case .services(let error): return "services \(Self.describe(error))"
         case .characteristics(let service, let error): return "characteristics \(service.uuid.uuidString) \(Self.describe(error))"
+        case .includedServices(let service, let error): return "includedServices \(service.uuid.uuidString) \(Self.describe(error))"
         case .descriptors(let characteristic, let error): return "descriptors \(characteristic.uuid.uuidString) \(Self.describe(error))"
         case .value(let characteristic, let data, let error):
             return "value \(characteristic.uuid.uuidString) \(data.map(Self.hex) ?? "-") \(Self.describe(error))"
@@ -101,6 +103,9 @@ extension CentralProbe: @preconcurrency PeripheralDelegate {
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) { record(.services(error as? BleError)) }
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
         record(.characteristics(service, error as? BleError))
+    }
+    func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: Error?) {
+        record(.includedServices(service, error as? BleError))
     }
     func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: Error?) {
         record(.descriptors(characteristic, error as? BleError))

@@ -50,6 +50,20 @@ final class ApplicationPeripheral: SimGattServer {
             guard let service = objects[path]?[BlueZ.GattService1.interface] else { continue }
             guard let uuid = service[BlueZ.GattService1.uuid], SimUUID.full(uuid) != nil else { return nil }
             var spec = ServiceSpec(uuid: uuid, primary: service[BlueZ.GattService1.primary] ?? true)
+            // bluetoothd fails the registration when Includes is not `ao`, and takes each path
+            // that names a service of this app it already put in its database (the app's
+            // earlier services); any other path is logged ("include service not found" /
+            // "include service attributes failed") and dropped, its handle still reserved.
+            if BlueZ.GattService1.includes.isPresent(in: service) {
+                guard let includes = service[BlueZ.GattService1.includes] else { return nil }
+                for include in includes {
+                    if let earlier = appPaths.firstIndex(where: { $0.service == include }) {
+                        spec.includes.append(.index(earlier))
+                    } else {
+                        spec.unresolvedIncludes += 1
+                    }
+                }
+            }
             var characteristicPaths: [(path: ObjectPath, descriptors: [ObjectPath])] = []
             for characteristicPath in paths {
                 guard let characteristic = objects[characteristicPath]?[BlueZ.GattCharacteristic1.interface],

@@ -14,6 +14,9 @@ public struct GattLayout: Sendable, Equatable {
         public var primary: Bool
         /// Its characteristics.
         public var characteristics: [Characteristic]
+        /// The declaration handles of the services it includes, in its Include declarations'
+        /// order.
+        public var includes: [UInt16] = []
     }
 
     /// A characteristic.
@@ -120,10 +123,23 @@ public struct GattLayout: Sendable, Equatable {
             next &+= 1
             return handle
         }
-        daemonServiceCount = daemon.services.count
-        for spec in daemon.services + specs {
+        let daemonCount = daemon.services.count
+        daemonServiceCount = daemonCount
+        let all = daemon.services + specs
+        // Includes name services by their index among `specs`; their handles are known once
+        // every service is laid out (a peripheral's firmware may include a later service).
+        var includedIndices: [[Int]] = []
+        for (index, spec) in all.enumerated() {
             var service = Service(handle: take(), uuid: SimUUID.full(spec.uuid) ?? spec.uuid.lowercased(),
                                   primary: spec.primary, characteristics: [])
+            let own = index - daemonCount
+            let targets = own < 0 ? [] : spec.includes.enumerated().compactMap { position, include in
+                try? include.target(position: position, of: own, in: specs).get()
+            }
+            includedIndices.append(targets.map { $0 + daemonCount })
+            // One Include declaration each, right after the service declaration (bluetoothd's
+            // server adds them before the characteristics).
+            for _ in targets { _ = take() }
             for characteristicSpec in spec.characteristics {
                 var characteristic = Characteristic(
                     handle: take(), valueHandle: take(),
@@ -141,7 +157,13 @@ public struct GattLayout: Sendable, Equatable {
                 }
                 service.characteristics.append(characteristic)
             }
+            // Handles bluetoothd reserved for includes it could not make end the range unused.
+            let unmade = spec.unresolvedIncludes + spec.includes.count - targets.count
+            for _ in 0..<max(0, unmade) { _ = take() }
             services.append(service)
+        }
+        for (index, targets) in includedIndices.enumerated() {
+            services[index].includes = targets.map { services[$0].handle }
         }
         self.services = services
     }

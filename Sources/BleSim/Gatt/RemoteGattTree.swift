@@ -53,8 +53,20 @@ final class RemoteGattTree {
             ExportedProperty(BlueZ.GattService1.uuid) { .string(service.uuid) },
             ExportedProperty(BlueZ.GattService1.device) { [weak device] in device.map { .objectPath($0.path) } },
             ExportedProperty(BlueZ.GattService1.primary) { .boolean(service.primary) },
-            ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, []) },
+            ExportedProperty(BlueZ.GattService1.includes) { [weak self] in
+                self.map { tree in .array(element: .objectPath, tree.includedPaths(of: service.handle).map { .objectPath($0) }) }
+            },
         ])
+    }
+
+    /// The objects of the services `handle`'s service includes, in its declarations' order:
+    /// bluetoothd lists only those it exports (`update_included_service` looks each up among
+    /// its service objects). An include never outlives its service here (a bridged app's
+    /// services come and go together), so `on_service_removed`'s PropertiesChanged has no case.
+    func includedPaths(of handle: UInt16) -> [ObjectPath] {
+        guard let service = layout.services.first(where: { $0.handle == handle }) else { return [] }
+        let present = Set(layout.services.map(\.handle))
+        return service.includes.filter(present.contains).map { BlueZ.Paths.service(device: device.path, handle: $0) }
     }
 
     /// Removes every object depth-first in handle order, descriptors before their

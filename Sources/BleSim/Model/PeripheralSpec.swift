@@ -125,7 +125,9 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
         advertising = try container.decodeIfPresent(Bool.self, forKey: .advertising) ?? true
         mtu = try container.integer(UInt16.self, .mtu, .mtu) ?? 517
         services = try container.decodeIfPresent([ServiceSpec].self, forKey: .services) ?? []
+        try ServiceSpec.checkIncludes(services, in: container, key: .services)
         servicesAfterReconnect = try container.decodeIfPresent([ServiceSpec].self, forKey: .servicesAfterReconnect)
+        if let servicesAfterReconnect { try ServiceSpec.checkIncludes(servicesAfterReconnect, in: container, key: .servicesAfterReconnect) }
         rules = try container.decodeIfPresent([BehaviourRule].self, forKey: .rules) ?? []
     }
 
@@ -161,22 +163,52 @@ public struct ServiceSpec: Sendable, Codable, Equatable {
     public var primary: Bool
     /// Its characteristics, in handle order.
     public var characteristics: [CharacteristicSpec]
+    /// The other services of the device it includes, in declaration order (each is one
+    /// Include declaration right after the service declaration, before the characteristics).
+    public var includes: [IncludedService]
+    /// Include declarations bluetoothd counted but could not make (a bridged app's `Includes`
+    /// path that names no earlier service of the app): each still takes a handle at the end
+    /// of the service's range, as `incr_attr_count` reserved it.
+    var unresolvedIncludes = 0
 
     /// A service.
-    public init(uuid: String, primary: Bool = true, characteristics: [CharacteristicSpec] = []) {
+    public init(uuid: String, primary: Bool = true, characteristics: [CharacteristicSpec] = [], includes: [IncludedService] = []) {
         self.uuid = uuid
         self.primary = primary
         self.characteristics = characteristics
+        self.includes = includes
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case uuid, primary, characteristics }
+    enum CodingKeys: String, CodingKey, CaseIterable { case uuid, primary, characteristics, includes }
 
-    /// Reads a service; `primary` defaults to true.
+    /// Reads a service; `primary` defaults to true, `includes` to none (the device checks
+    /// that each names one of its other services).
     public init(from decoder: Decoder) throws {
         let container = try decoder.scenarioObject(CodingKeys.self)
         uuid = try container.uuid(.uuid)
         primary = try container.decodeIfPresent(Bool.self, forKey: .primary) ?? true
         characteristics = try container.decodeIfPresent([CharacteristicSpec].self, forKey: .characteristics) ?? []
+        includes = try container.decodeIfPresent([IncludedService].self, forKey: .includes) ?? []
+    }
+
+    /// Writes the JSON form (`includes` only when there are some).
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(uuid, forKey: .uuid)
+        try container.encode(primary, forKey: .primary)
+        try container.encode(characteristics, forKey: .characteristics)
+        if !includes.isEmpty { try container.encode(includes, forKey: .includes) }
+    }
+
+    /// Throws, naming the entry, when an include of `services` points at no other service.
+    static func checkIncludes(_ services: [ServiceSpec], in container: KeyedDecodingContainer<PeripheralSpec.CodingKeys>,
+                              key: PeripheralSpec.CodingKeys) throws {
+        for (index, service) in services.enumerated() {
+            if case .failure(let problem) = IncludedService.resolve(service.includes, of: index, in: services) {
+                let entry = container.path(key).appending(problem.service).appending(CodingKeys.includes.stringValue).appending(problem.position)
+                throw ScenarioProblem.invalidValue(path: entry, value: "\(service.includes[problem.position])", reason: problem.reason)
+            }
+        }
     }
 }
 

@@ -1,0 +1,109 @@
+import BleCore
+import BleDBus
+import BleSim
+import BlueZVocabulary
+import BleTestSupport
+import Foundation
+import Testing
+
+/// A served `MutableService` that includes others, read by BleKit's central on the other
+/// adapter through BleSim's bridge (bluetoothd's server and client in one).
+@Suite(.timeLimit(.minutes(TestTime.minutes(1))))
+@BleLoop
+struct IncludedServicesTests {
+    static let outer = BluetoothUUID(string: "b1e40020-0000-4000-8000-00805f9b34fb")
+    static let primary = BluetoothUUID(string: "b1e40021-0000-4000-8000-00805f9b34fb")
+    static let secondary = BluetoothUUID(string: "b1e40022-0000-4000-8000-00805f9b34fb")
+
+    /// BleCore's central delegate, as text.
+    final class Central: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
+        let events: EventRecorder<String>
+        var found: Peripheral?
+        @BleLoop init() { events = EventRecorder<String>() }
+        private func record(_ text: String) { BleLoop.assumeIsolated { events.append(text) } }
+        func centralManagerDidUpdateState(_ central: CentralManager) { record("state \(central.state)") }
+        func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {
+            guard advertisementData.localName == "incl-periph", found == nil else { return }
+            found = peripheral
+            record("discovered")
+        }
+        func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) { record("connected") }
+        func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) { record("services \(error.map { "\($0)" } ?? "ok")") }
+        func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: Error?) {
+            record("included \(service.uuid) \(error.map { "\($0)" } ?? "ok") \((service.includedServices ?? []).map(\.uuid))")
+        }
+    }
+
+    static func service(_ uuid: BluetoothUUID, primary: Bool = true, value: UInt8) -> MutableService {
+        let service = MutableService(type: uuid, primary: primary)
+        service.characteristics = [MutableCharacteristic(type: BluetoothUUID(string: "2a19"), properties: [.read], value: Data([value]), permissions: [.readable])]
+        return service
+    }
+
+    @Test func aServedServicesIncludesReachTheCentralInTheirOrder() async throws {
+        let harness = try await PeripheralHarness.start()
+        defer { harness.tearDown() }
+        let primary = Self.service(Self.primary, value: 1)
+        let secondary = Self.service(Self.secondary, primary: false, value: 2)
+        let outer = Self.service(Self.outer, value: 3)
+        outer.includedServices = [secondary, primary]
+        try await harness.add(primary)
+        try await harness.add(secondary)
+        try await harness.add(outer)
+        let registration = harness.manager.startAdvertising(Advertisement(localName: "incl-periph", serviceUUIDs: [Self.outer]))
+        defer { registration.cancel() }
+        try await harness.recorder.events.wait("advertising", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("advertising") } }
+
+        let delegate = Central()
+        let central = CentralManager(delegate: delegate, queue: nil, options: CentralManagerOptions(bus: .address(harness.fixture.bus.address), adapter: "hci1"))
+        defer { central.close() }
+        try await delegate.events.wait("poweredOn", timeout: .seconds(10)) { $0.contains("state poweredOn") }
+        central.scanForPeripherals(withServices: nil)
+        try await delegate.events.wait("discovered", timeout: .seconds(10)) { $0.contains("discovered") }
+        central.stopScan()
+        let peripheral = try #require(delegate.found)
+        peripheral.delegate = delegate
+        central.connect(peripheral)
+        try await delegate.events.wait("connected", timeout: .seconds(10)) { $0.contains("connected") }
+        peripheral.discoverServices(nil)
+        try await delegate.events.wait("services", timeout: .seconds(10)) { $0.contains("services ok") }
+        let services = peripheral.services ?? []
+        let remoteOuter = try #require(services.first { $0.uuid == Self.outer })
+        peripheral.discoverIncludedServices(nil, for: remoteOuter)
+        try await delegate.events.wait("included", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("included \(Self.outer)") } }
+        let included = try #require(remoteOuter.includedServices)
+        #expect(included.map(\.uuid) == [Self.secondary, Self.primary])
+        #expect(included.map(\.isPrimary) == [false, true])
+        #expect(included.allSatisfy { found in services.contains { $0 === found } }, "the services' own objects")
+
+        // BlueZ's objects underneath: Includes holds the remote service paths of the two.
+        let reply = try await harness.fixture.call("/", FreedesktopDBus.ObjectManager.interface, FreedesktopDBus.ObjectManager.getManagedObjects)
+        let objects = try BlueZShapes.managedObjects(try #require(reply.first))
+        let device: ObjectPath = "/org/bluez/hci1/dev_00_AA_01_00_00_00"
+        func servicePath(_ uuid: BluetoothUUID) -> ObjectPath? {
+            objects.first { path, interfaces in
+                path.isDescendant(of: device) && interfaces[BlueZ.GattService1.interface]?[BlueZ.GattService1.uuid] == uuid.uuidString128
+            }?.key
+        }
+        let outerPath = try #require(servicePath(Self.outer))
+        let includes = objects[outerPath]?[BlueZ.GattService1.interface]?[BlueZ.GattService1.includes]
+        #expect(includes == [try #require(servicePath(Self.secondary)), try #require(servicePath(Self.primary))])
+    }
+
+    @Test func aServiceIncludingOneNotAddedFirstIsRefused() async throws {
+        let harness = try await PeripheralHarness.start()
+        defer { harness.tearDown() }
+        let primary = Self.service(Self.primary, value: 1)
+        let outer = Self.service(Self.outer, value: 3)
+        outer.includedServices = [primary]
+        harness.manager.add(outer)
+        try await harness.recorder.events.wait("refused", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("added \(Self.outer)") } }
+        let event = try #require(harness.recorder.events.events.first { $0.hasPrefix("added \(Self.outer)") })
+        #expect(event.contains("includedServices[0] (\(Self.primary)) was not added to this peripheral manager before the service that includes it"))
+        #expect(harness.manager.dbusConnection?.objects.registeredPaths.contains { $0.rawValue.hasSuffix("/service0") } == false)
+        // Added afterwards, in the right order, both are served.
+        try await harness.add(primary)
+        harness.manager.add(outer)
+        try await harness.recorder.events.wait("accepted", timeout: .seconds(10)) { $0.contains("added \(Self.outer) ok") }
+    }
+}
