@@ -181,3 +181,35 @@ import Testing
         #expect(centralLines.contains("NOTE authorization class allowedAlways") && peripheralLines.contains("NOTE authorization class allowedAlways"), "\(transcript)")
     }
 }
+
+/// iOS-shaped: only `peripheralDidUpdateName(_:)` with Apple's signature.
+final class NameWatcher: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
+    let names = BleLoop.assumeIsolated { EventRecorder<String>() }
+    let found = BleLoop.assumeIsolated { EventRecorder<CBPeripheral>() }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        if central.state == .poweredOn { central.scanForPeripherals(withServices: nil, options: [CBCentralManagerScanOptionAllowDuplicatesKey: true]) }
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        peripheral.delegate = self
+        found.appendFromAnyThread(peripheral)
+    }
+
+    func peripheralDidUpdateName(_ peripheral: CBPeripheral) {
+        names.appendFromAnyThread(peripheral.name ?? "nil")
+    }
+}
+
+extension IOSConformanceTests {
+    @Test @BleLoop func aNameChangeReachesPeripheralDidUpdateName() async throws {
+        let fixture = try await SimulatorFixture.start(peripherals: [Device.spec(name: "Before")])
+        defer { fixture.tearDown() }
+        let watcher = NameWatcher()
+        let central = CBCentralManager(delegate: watcher, queue: nil, options: CentralManagerOptions(bus: .address(fixture.bus.address)))
+        defer { central.close() }
+        try await watcher.found.wait(count: 1)
+        fixture.simulator.peripheral(Device.address)?.updateAdvertisement { $0.name = "After" }
+        try await watcher.names.wait("the new name") { $0.contains("After") }
+    }
+}

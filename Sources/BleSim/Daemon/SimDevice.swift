@@ -245,9 +245,13 @@ public final class SimDevice {
                            now: ContinuousClock.Instant) {
         lastSeen = now
         var names: [String] = []
-        if report.name != nil, name == nil {
-            name = report.name
-            names.append(contentsOf: [BlueZ.Device1.name.name, BlueZ.Device1.alias.name])
+        // bluetoothd 5.66 (src/adapter.c, btd_device_device_set_name) takes every complete
+        // advertised name that differs, also after a GAP name replaced it; Alias follows unless
+        // one was set. BleSim's advertised names are complete ones.
+        if let reported = report.name, reported != name {
+            name = reported
+            names.append(BlueZ.Device1.name.name)
+            if alias == nil { names.append(BlueZ.Device1.alias.name) }
         }
         if rssi == nil || abs(Int(report.rssi) - Int(rssi ?? 0)) >= Int(rssiThreshold) {
             rssi = report.rssi
