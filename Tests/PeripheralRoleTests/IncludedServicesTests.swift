@@ -29,6 +29,9 @@ struct IncludedServicesTests {
         }
         func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) { record("connected") }
         func peripheral(_ peripheral: Peripheral, didDiscoverServices error: Error?) { record("services \(error.map { "\($0)" } ?? "ok")") }
+        func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: Error?) {
+            record("characteristics \(service.uuid) \(error.map { "\($0)" } ?? "ok")")
+        }
         func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: Error?) {
             record("included \(service.uuid) \(error.map { "\($0)" } ?? "ok") \((service.includedServices ?? []).map(\.uuid))")
         }
@@ -100,10 +103,62 @@ struct IncludedServicesTests {
         try await harness.recorder.events.wait("refused", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("added \(Self.outer)") } }
         let event = try #require(harness.recorder.events.events.first { $0.hasPrefix("added \(Self.outer)") })
         #expect(event.contains("includedServices[0] (\(Self.primary)) was not added to this peripheral manager before the service that includes it"))
-        #expect(harness.manager.dbusConnection?.objects.registeredPaths.contains { $0.rawValue.hasSuffix("/service0") } == false)
+        #expect(harness.manager.dbusConnection?.objects.registeredPaths.contains { $0.rawValue.hasSuffix("/service0000") } == false)
         // Added afterwards, in the right order, both are served.
         try await harness.add(primary)
         harness.manager.add(outer)
         try await harness.recorder.events.wait("accepted", timeout: .seconds(10)) { $0.contains("added \(Self.outer) ok") }
+    }
+}
+
+extension IncludedServicesTests {
+    /// bluetoothd builds its database in the order of the application's objects by path, so
+    /// `service10` before `service2` would put an eleventh service (and an eleventh
+    /// characteristic) out of place and drop an include of a later service (seen in the VM).
+    @Test func elevenServicesAndTwelveCharacteristicsKeepTheirOrderAndIncludes() async throws {
+        let harness = try await PeripheralHarness.start()
+        defer { harness.tearDown() }
+        let uuids = (0..<11).map { BluetoothUUID(string: String(format: "b1e400%02x-0000-4000-8000-00805f9b34fb", 0x40 + $0)) }
+        var served: [MutableService] = []
+        for (index, uuid) in uuids.enumerated() {
+            let service = MutableService(type: uuid, primary: true)
+            let count = index == 0 ? 12 : 1
+            service.characteristics = (0..<count).map {
+                MutableCharacteristic(type: BluetoothUUID(string: String(format: "b1e401%02x-0000-4000-8000-00805f9b34fb", $0)), properties: [.read],
+                                      value: Data([UInt8($0)]), permissions: [.readable])
+            }
+            if index == 10 { service.includedServices = [served[2]] }
+            served.append(service)
+            try await harness.add(service)
+        }
+        let registration = harness.manager.startAdvertising(Advertisement(localName: "incl-periph", serviceUUIDs: [uuids[0]]))
+        defer { registration.cancel() }
+        try await harness.recorder.events.wait("advertising", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("advertising") } }
+
+        let delegate = Central()
+        let central = CentralManager(delegate: delegate, queue: nil, options: CentralManagerOptions(bus: .address(harness.fixture.bus.address), adapter: "hci1"))
+        defer { central.close() }
+        try await delegate.events.wait("poweredOn", timeout: .seconds(10)) { $0.contains("state poweredOn") }
+        central.scanForPeripherals(withServices: nil)
+        try await delegate.events.wait("discovered", timeout: .seconds(10)) { $0.contains("discovered") }
+        central.stopScan()
+        let peripheral = try #require(delegate.found)
+        peripheral.delegate = delegate
+        central.connect(peripheral)
+        try await delegate.events.wait("connected", timeout: .seconds(10)) { $0.contains("connected") }
+        peripheral.discoverServices(nil)
+        try await delegate.events.wait("services", timeout: .seconds(10)) { $0.contains("services ok") }
+        let remote = (peripheral.services ?? []).filter { uuids.contains($0.uuid) }
+        #expect(remote.map(\.uuid) == uuids, "the services in the order they were added")
+        let last = try #require(remote.last)
+        peripheral.discoverIncludedServices(nil, for: last)
+        try await delegate.events.wait("included", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("included \(uuids[10])") } }
+        #expect(last.includedServices?.map(\.uuid) == [uuids[2]])
+        let first = try #require(remote.first)
+        peripheral.discoverCharacteristics(nil, for: first)
+        try await delegate.events.wait("characteristics", timeout: .seconds(10)) { $0.contains("characteristics \(uuids[0]) ok") }
+        let characteristics = first.characteristics ?? []
+        #expect(characteristics.map(\.uuid) == (0..<12).map { BluetoothUUID(string: String(format: "b1e401%02x-0000-4000-8000-00805f9b34fb", $0)) },
+                "the characteristics in the order they were set")
     }
 }

@@ -16,7 +16,7 @@ import Testing
     let advertisement = try await harness.advertise()
     defer { advertisement.cancel() }
     let owner = try #require(harness.manager.dbusConnection?.uniqueName)
-    let notify = try harness.exportedPath("/service0/char1")
+    let notify = try harness.exportedPath("/service0000/char0001")
 
     func dbusSend(_ path: String, _ method: String) async -> (ended: Bool, output: String) {
         // Subprocess merges stderr, where dbus-send prints the error reply.

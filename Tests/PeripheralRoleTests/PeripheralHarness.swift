@@ -131,7 +131,7 @@ final class PeripheralHarness {
         return device
     }
 
-    /// The exported object of this manager whose path ends with `suffix` (`/service0/char1`).
+    /// The exported object of this manager whose path ends with `suffix` (`/service0000/char0001`).
     func exportedPath(_ suffix: String) throws -> ObjectPath {
         let paths = manager.dbusConnection?.objects.registeredPaths ?? []
         guard let path = paths.first(where: { $0.rawValue.hasSuffix(suffix) }) else {

@@ -63,8 +63,16 @@ extension PeripheralManager {
         if services.isEmpty { unregisterApplication() } else { registerApplication() }
     }
 
+    /// `service0007`: bluetoothd 5.66 builds its database in the order of the application's
+    /// object paths, so the numbers are of one width (`service10` sorted before `service2`
+    /// put an eleventh service or characteristic out of place and dropped includes of it).
+    static func element(_ kind: String, _ index: Int) -> String {
+        let digits = String(index)
+        return kind + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
     @BleLoop private func export(_ service: MutableService, on connection: Connection) -> ExportedService {
-        let servicePath = (try? ObjectPath(applicationRoot.rawValue + "/service\(nextServiceIndex)")) ?? applicationRoot
+        let servicePath = (try? ObjectPath(applicationRoot.rawValue + "/" + Self.element("service", nextServiceIndex))) ?? applicationRoot
         nextServiceIndex += 1
         let exported = ExportedService(service: service, path: servicePath)
         let uuid = service.uuid.uuidString128
@@ -76,12 +84,12 @@ extension PeripheralManager {
             ExportedProperty(BlueZ.GattService1.includes) { .array(element: .objectPath, includes.map { .objectPath($0) }) },
         ])])
         for (index, characteristic) in service.mutableCharacteristics.enumerated() {
-            let path = (try? ObjectPath(servicePath.rawValue + "/char\(index)")) ?? servicePath
+            let path = (try? ObjectPath(servicePath.rawValue + "/" + Self.element("char", index))) ?? servicePath
             let record = ExportedCharacteristic(characteristic: characteristic, path: path)
             exported.characteristics.append(record)
             connection.objects.register(path, interfaces: [characteristicInterface(record, servicePath: servicePath)])
             for (descriptorIndex, descriptor) in characteristic.mutableDescriptors.enumerated() {
-                let descriptorPath = (try? ObjectPath(path.rawValue + "/desc\(descriptorIndex)")) ?? path
+                let descriptorPath = (try? ObjectPath(path.rawValue + "/" + Self.element("desc", descriptorIndex))) ?? path
                 exported.descriptors.append((descriptor, descriptorPath, path))
                 connection.objects.register(descriptorPath, interfaces: [descriptorInterface(descriptor, characteristicPath: path)])
             }
