@@ -199,3 +199,49 @@ asyncio.run(main())
         #expect(CBUUID(string: CBUUIDL2CAPPSMCharacteristicString) != nil)
     }
 }
+
+/// `CBManager.authorization` from bluetoothd's D-Bus policy, as seed 002 switches on it.
+@Suite(.serialized) struct AuthorizationTests {
+    final class StateWatcher: CentralManagerDelegate, PeripheralManagerDelegate, @unchecked Sendable {
+        let states: EventRecorder<ManagerState>
+        @BleLoop init() { states = EventRecorder<ManagerState>() }
+        func centralManagerDidUpdateState(_ central: CBCentralManager) { states.appendFromAnyThread(central.state) }
+        func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) { states.appendFromAnyThread(peripheral.state) }
+    }
+
+    @Test func aBusThatLetsUsTalkToBluetoothdIsAllowedAlways() async throws {
+        let fixture = try await SimulatorFixture.start()
+        let bus = await fixture.bus.address
+        defer { Task { @BleLoop in fixture.tearDown() } }
+        #expect(Manager.authorization(on: .address(bus)) == .allowedAlways)
+        let watcher = await StateWatcher()
+        let central = CBCentralManager(delegate: watcher, queue: nil, options: CentralManagerOptions(bus: .address(bus)))
+        defer { central.close() }
+        #expect(central.authorization == .notDetermined || central.state != .unknown)
+        try await watcher.states.wait("poweredOn") { $0.contains(.poweredOn) }
+        #expect(central.authorization == .allowedAlways)
+    }
+
+    @Test func aPolicyThatRefusesOrgBluezIsDeniedForTheClassAndBothManagers() async throws {
+        let bus = try await PrivateBus.start(denyingCallsTo: "org.bluez")
+        let fixture = try await SimulatorFixture.start(on: bus)
+        defer { Task { @BleLoop in fixture.tearDown() } }
+        #expect(Manager.authorization(on: .address(bus.address)) == .denied)
+        let watcher = await StateWatcher()
+        let central = CBCentralManager(delegate: watcher, queue: nil, options: CentralManagerOptions(bus: .address(bus.address)))
+        defer { central.close() }
+        let peripheral = CBPeripheralManager(delegate: watcher, queue: nil, options: PeripheralManagerOptions(bus: .address(bus.address)))
+        defer { peripheral.close() }
+        try await watcher.states.wait("both unauthorized") { $0.filter { $0 == .unauthorized }.count >= 2 }
+        #expect(central.state == .unauthorized && central.authorization == .denied)
+        #expect(peripheral.state == .unauthorized && peripheral.authorization == .denied)
+        #expect(central.stateError?.description.contains("bluetooth' group") == true)
+    }
+
+    @Test func noBluetoothdOnTheBusIsNotDetermined() async throws {
+        let bus = try await PrivateBus.start()
+        defer { bus.stop() }
+        #expect(Manager.authorization(on: .address(bus.address)) == .notDetermined)
+        #expect(Manager.authorization(on: .address("unix:path=/nonexistent/blekit-authorization")) == .notDetermined)
+    }
+}
