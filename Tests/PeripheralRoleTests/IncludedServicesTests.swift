@@ -43,23 +43,14 @@ struct IncludedServicesTests {
         return service
     }
 
-    @Test func aServedServicesIncludesReachTheCentralInTheirOrder() async throws {
-        let harness = try await PeripheralHarness.start()
-        defer { harness.tearDown() }
-        let primary = Self.service(Self.primary, value: 1)
-        let secondary = Self.service(Self.secondary, primary: false, value: 2)
-        let outer = Self.service(Self.outer, value: 3)
-        outer.includedServices = [secondary, primary]
-        try await harness.add(primary)
-        try await harness.add(secondary)
-        try await harness.add(outer)
-        let registration = harness.manager.startAdvertising(Advertisement(localName: "incl-periph", serviceUUIDs: [Self.outer]))
-        defer { registration.cancel() }
+    /// Advertises the served services as `incl-periph`, and connects BleKit's central on hci1
+    /// to them with their services discovered.
+    static func advertiseAndConnect(_ harness: PeripheralHarness, advertising uuid: BluetoothUUID) async throws
+        -> (AdvertisementRegistration, Central, CentralManager, Peripheral) {
+        let registration = harness.manager.startAdvertising(Advertisement(localName: "incl-periph", serviceUUIDs: [uuid]))
         try await harness.recorder.events.wait("advertising", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("advertising") } }
-
         let delegate = Central()
         let central = CentralManager(delegate: delegate, queue: nil, options: CentralManagerOptions(bus: .address(harness.fixture.bus.address), adapter: "hci1"))
-        defer { central.close() }
         try await delegate.events.wait("poweredOn", timeout: .seconds(10)) { $0.contains("state poweredOn") }
         central.scanForPeripherals(withServices: nil)
         try await delegate.events.wait("discovered", timeout: .seconds(10)) { $0.contains("discovered") }
@@ -70,6 +61,21 @@ struct IncludedServicesTests {
         try await delegate.events.wait("connected", timeout: .seconds(10)) { $0.contains("connected") }
         peripheral.discoverServices(nil)
         try await delegate.events.wait("services", timeout: .seconds(10)) { $0.contains("services ok") }
+        return (registration, delegate, central, peripheral)
+    }
+
+    @Test func aServedServicesIncludesReachTheCentralInTheirOrder() async throws {
+        let harness = try await PeripheralHarness.start()
+        defer { harness.tearDown() }
+        let primary = Self.service(Self.primary, value: 1)
+        let secondary = Self.service(Self.secondary, primary: false, value: 2)
+        let outer = Self.service(Self.outer, value: 3)
+        outer.includedServices = [secondary, primary]
+        try await harness.add(primary)
+        try await harness.add(secondary)
+        try await harness.add(outer)
+        let (registration, delegate, central, peripheral) = try await Self.advertiseAndConnect(harness, advertising: Self.outer)
+        defer { registration.cancel(); central.close() }
         let services = peripheral.services ?? []
         let remoteOuter = try #require(services.first { $0.uuid == Self.outer })
         peripheral.discoverIncludedServices(nil, for: remoteOuter)
@@ -131,23 +137,8 @@ extension IncludedServicesTests {
             served.append(service)
             try await harness.add(service)
         }
-        let registration = harness.manager.startAdvertising(Advertisement(localName: "incl-periph", serviceUUIDs: [uuids[0]]))
-        defer { registration.cancel() }
-        try await harness.recorder.events.wait("advertising", timeout: .seconds(10)) { $0.contains { $0.hasPrefix("advertising") } }
-
-        let delegate = Central()
-        let central = CentralManager(delegate: delegate, queue: nil, options: CentralManagerOptions(bus: .address(harness.fixture.bus.address), adapter: "hci1"))
-        defer { central.close() }
-        try await delegate.events.wait("poweredOn", timeout: .seconds(10)) { $0.contains("state poweredOn") }
-        central.scanForPeripherals(withServices: nil)
-        try await delegate.events.wait("discovered", timeout: .seconds(10)) { $0.contains("discovered") }
-        central.stopScan()
-        let peripheral = try #require(delegate.found)
-        peripheral.delegate = delegate
-        central.connect(peripheral)
-        try await delegate.events.wait("connected", timeout: .seconds(10)) { $0.contains("connected") }
-        peripheral.discoverServices(nil)
-        try await delegate.events.wait("services", timeout: .seconds(10)) { $0.contains("services ok") }
+        let (registration, delegate, central, peripheral) = try await Self.advertiseAndConnect(harness, advertising: uuids[0])
+        defer { registration.cancel(); central.close() }
         let remote = (peripheral.services ?? []).filter { uuids.contains($0.uuid) }
         #expect(remote.map(\.uuid) == uuids, "the services in the order they were added")
         let last = try #require(remote.last)
