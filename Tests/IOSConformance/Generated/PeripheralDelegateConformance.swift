@@ -20,6 +20,10 @@ final class ConformancePeripheralDelegate: NSObject, CBPeripheralDelegate {
         sink.fired("peripheral(_:didModifyServices:)", [peripheral, invalidatedServices])
     }
 
+    func peripheralDidInvalidateServices(_ peripheral: CBPeripheral) {
+        sink.fired("peripheralDidInvalidateServices(_:)", [peripheral])
+    }
+
     func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?) {
         sink.fired("peripheralDidUpdateRSSI(_:error:)", [peripheral, error])
     }
