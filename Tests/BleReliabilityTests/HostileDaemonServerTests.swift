@@ -210,6 +210,53 @@ struct HostileDaemonServerTests {
         #expect(bench.manager.diagnostics.discardedWrites == 0)
     }
 
+    /// A writer that never stops for 1 s: before the cap, the reader drained the socket for as
+    /// long as the writer kept ahead of it, and a 1 ms ticker on the loop waited the whole flood.
+    @Test func aContinuousFloodOnTheAcquireWriteSocketDoesNotStallTheLoop() async throws {
+        let bench = try await HostileServerBench.start()
+        defer { bench.tearDown() }
+        let reply = try await bench.call(0, "AcquireWrite", [HostileServerBench.options([("mtu", .uint16(23))])])
+        guard case .unixFD(let handed)? = reply.first, let theirs = handed.take() else {
+            Issue.record("AcquireWrite answered \(reply)")
+            return
+        }
+        defer { Glibc.close(theirs) }
+        final class Ticker {
+            var last = ContinuousClock.now
+            var longest = Duration.zero
+            var ticks = 0
+            var timer: LoopTimer?
+        }
+        // The app takes 50 µs per write (the reader is then slower than the writer, as a
+        // delegate that does anything is): only a per-wake-up cap lets the ticker in.
+        bench.recorder.onWrite = {
+            let end = ContinuousClock.now + .microseconds(50)
+            while ContinuousClock.now < end {}
+        }
+        let ticker = Ticker()
+        ticker.timer = LoopTimer.scheduled(after: .milliseconds(1), repeating: .milliseconds(1)) {
+            let now = ContinuousClock.now
+            ticker.longest = max(ticker.longest, now - ticker.last)
+            ticker.last = now
+            ticker.ticks += 1
+        }
+        let done = EventRecorder<Int>()
+        let writer = Thread {
+            var sent = 0
+            let end = ContinuousClock.now + .seconds(1)
+            while ContinuousClock.now < end {
+                if send(theirs, [1, 2, 3, 4], 4, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) == 4 { sent += 1 }
+            }
+            done.appendFromAnyThread(sent)
+        }
+        writer.start()
+        let sent = try await done.first(timeout: .seconds(20), "the writer") { _ in true }
+        try await bench.recorder.events.wait("the flood read", timeout: .seconds(60)) { $0.filter { $0.hasPrefix("write") }.count >= sent }
+        ticker.timer?.cancel()
+        print("continuous flood: \(sent) datagrams in 1 s; longest gap between 1 ms ticks \(ticker.longest), \(ticker.ticks) ticks")
+        #expect(ticker.longest < .milliseconds(250), "the loop stalled \(ticker.longest) during the flood")
+    }
+
     @Test func wrongTypedOptionsAreInvalidArgumentsAndReachNobody() async throws {
         let bench = try await HostileServerBench.start()
         defer { bench.tearDown() }
