@@ -102,9 +102,13 @@ final class HostileServerBench {
         let bench = HostileServerBench(fake: fake, requestTimeout: requestTimeout)
         try await bench.recorder.events.wait("poweredOn", timeout: .seconds(10)) { $0.contains("state poweredOn") }
         let service = MutableService(type: Self.service, primary: true)
+        let notifying = MutableCharacteristic(type: notifyOnly, properties: [.notify], value: nil, permissions: [])
+        // A write-only descriptor, and one with no permissions (served read-only, as on iOS).
+        notifying.descriptors = [MutableDescriptor(type: BluetoothUUID(string: "5e7e0000-0000-4000-8000-00000000b001"), value: Data([1]), permissions: [.writeable]),
+                                 MutableDescriptor(type: BluetoothUUID(string: "5e7e0000-0000-4000-8000-00000000b002"), value: Data([2]), permissions: [])]
         service.characteristics = [
             MutableCharacteristic(type: readWrite, properties: [.read, .write, .writeWithoutResponse], value: nil, permissions: [.readable, .writeable]),
-            MutableCharacteristic(type: notifyOnly, properties: [.notify], value: nil, permissions: []),
+            notifying,
             MutableCharacteristic(type: indicateOnly, properties: [.indicate], value: nil, permissions: []),
             MutableCharacteristic(type: name, properties: [.read], value: Data("hostile".utf8), permissions: [.readable]),
         ]
@@ -127,6 +131,21 @@ final class HostileServerBench {
         do { path = try characteristic(index) } catch { throw DBusError.invalidArgument("no char\(index)") }
         return try await fake.connection.call(destination: server, path: path, interface: "org.bluez.GattCharacteristic1",
                                               member: member, arguments: arguments, timeout: .seconds(20))
+    }
+
+    /// The D-Bus error name descriptor `index` of char1 answers `member` with, or "ok".
+    func descriptorOutcome(_ index: Int, _ member: String, _ arguments: [DBusValue]) async -> String {
+        let paths = manager.dbusConnection?.objects.registeredPaths ?? []
+        guard let path = paths.first(where: { $0.rawValue.hasSuffix("/service0/char1/desc\(index)") }) else { return "no desc\(index) in \(paths)" }
+        do {
+            _ = try await fake.connection.call(destination: server, path: path, interface: "org.bluez.GattDescriptor1",
+                                               member: member, arguments: arguments, timeout: .seconds(20))
+            return "ok"
+        } catch .remote(let name, _) {
+            return name
+        } catch {
+            return "\(error)"
+        }
     }
 
     /// The D-Bus error name `member` is answered with, or "ok".
@@ -316,6 +335,12 @@ struct HostileDaemonServerTests {
         } catch .remote(_, let message) {
             #expect(message == "Read not permitted")
         }
+        // Descriptors: as their flags say (one with no permissions is served read-only).
+        #expect(await bench.descriptorOutcome(0, "ReadValue", [options]) == "org.bluez.Error.NotPermitted")
+        #expect(await bench.descriptorOutcome(0, "WriteValue", [.bytes(Data([9])), options]) == "ok")
+        #expect(await bench.descriptorOutcome(1, "ReadValue", [options]) == "ok")
+        #expect(await bench.descriptorOutcome(1, "WriteValue", [.bytes(Data([9])), options]) == "org.bluez.Error.NotPermitted")
+        #expect(await bench.descriptorOutcome(1, "ReadValue", [HostileServerBench.options([("offset", .string("0"))])]) == "org.bluez.Error.InvalidArguments")
         // The allowed ones still work.
         #expect(await bench.outcome(0, "ReadValue", [options]) == "ok")
         #expect(await bench.outcome(0, "WriteValue", [.bytes(Data([1])), options]) == "ok")

@@ -150,14 +150,14 @@ extension PeripheralManager {
         let flags = descriptor.bluezFlags
         return ExportedInterface(BlueZ.GattDescriptor1.interface, methods: [
             ExportedMethod(BlueZ.GattDescriptor1.Method.readValue, in: [Self.optionsArgument], out: [Self.valueArgument]) { call in
-                guard let admitted = Self.admitted(call, canRead: descriptor.permissions.allowsRead, canWrite: descriptor.permissions.allowsWrite) else { return }
+                guard let admitted = Self.admitted(call, canRead: descriptor.canRead, canWrite: descriptor.permissions.allowsWrite) else { return }
                 guard let answer = Self.readAnswer(descriptor.servedValue, offset: admitted.options.offset) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
                 }
                 call.reply([.bytes(answer)])
             },
             ExportedMethod(BlueZ.GattDescriptor1.Method.writeValue, in: [Self.valueArgument, Self.optionsArgument]) { call in
-                guard let admitted = Self.admitted(call, canRead: descriptor.permissions.allowsRead, canWrite: descriptor.permissions.allowsWrite),
+                guard let admitted = Self.admitted(call, canRead: descriptor.canRead, canWrite: descriptor.permissions.allowsWrite),
                       case .write(let bytes) = admitted.access else { return }
                 guard let value = Self.writeResult(descriptor.servedValue, offset: admitted.options.offset, bytes: bytes) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
