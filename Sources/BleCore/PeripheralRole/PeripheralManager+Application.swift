@@ -338,9 +338,11 @@ extension PeripheralManager {
         record.writeSocket?.close()
         let characteristic = record.characteristic
         let mtu = parsed.mtu ?? central.mtu
-        // Records of the MTU handed out: bluetoothd writes at most that (MTU - 3 of value), so
-        // a longer datagram is reported, never cut to a head that looks like a whole value.
-        let made = ServerSocket.make(recordSize: mtu, onPacket: { [weak self] datagram in
+        // Records of the MTU bluetoothd said (it writes at most MTU - 3 bytes of value; when it
+        // said none, of the largest MTU there is), so a longer datagram is reported, never cut
+        // to a head that looks like a whole value.
+        let recordSize = parsed.mtu ?? RequestOptions.mtuRange.upperBound
+        let made = ServerSocket.make(recordSize: recordSize, onPacket: { [weak self] datagram in
             guard let self else { return }
             switch datagram {
             case .whole(let packet):
@@ -350,8 +352,8 @@ extension PeripheralManager {
                 self.emit { $0.peripheralManager(self, didReceiveWrite: [request]) }
             case .tooLong(let length):
                 self.discardedWrites += 1
-                let error = BleError.valueTooLong(length: length, maximum: mtu)
-                BleLog.error("a write of \(length) bytes to \(characteristic.uuid) through its AcquireWrite socket is longer than the MTU \(mtu) "
+                let error = BleError.valueTooLong(length: length, maximum: recordSize)
+                BleLog.error("a write of \(length) bytes to \(characteristic.uuid) through its AcquireWrite socket is longer than the MTU \(recordSize) "
                              + "bluetoothd was given; it was discarded (not delivered cut short)")
                 self.emit { $0.peripheralManager(self, didDiscardWriteTo: characteristic, from: central, error: error) }
             }
