@@ -41,14 +41,6 @@ package struct RequestOptions: Equatable, Sendable {
         }
     }
 
-    /// Options as given; nothing said means bluetoothd's defaults.
-    package init(device: ObjectPath? = nil, offset: Int = 0, mtu: Int? = nil, link: String = "LE") {
-        self.device = device
-        self.offset = offset
-        self.mtu = mtu
-        self.link = link
-    }
-
     /// Reads the options argument; keys compare without case, as bluetoothd's `strcasecmp`.
     package static func parse(_ value: DBusValue?) -> Result<RequestOptions, Problem> {
         var options = RequestOptions()
