@@ -23,6 +23,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A request bluetoothd sends to a served characteristic or descriptor (ReadValue,
     /// WriteValue, AcquireWrite, AcquireNotify): its options, then the offset against a value.
     case peripheralRequest = "peripheral-request"
+    /// A whole call from whatever owns `org.bluez` on a served characteristic (ReadValue,
+    /// WriteValue, AcquireWrite, AcquireNotify) as the exported objects check it before the
+    /// app sees it: the first byte says what the attribute allows, the rest is the message.
+    case peripheralCall = "peripheral-call"
 
     /// Runs one input; a broken invariant traps, which libFuzzer reports as a crash.
     public func run(_ data: Data) {
@@ -33,15 +37,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .scenario: _ = try? JSONDecoder().decode(Scenario.self, from: data)
         case .uuid: Self.uuid(data)
         case .peripheralRequest: Self.peripheralRequest(data)
+        case .peripheralCall: Self.peripheralCall(data)
         }
     }
 
     /// The options are the last argument of every request; a write's value is its first.
     static func peripheralRequest(_ data: Data) {
         guard let message = try? DBusMessage(wireBytes: data) else { return }
-        let options = PeripheralManager.requestOptions(message.body.last)
+        guard case .success(let options) = RequestOptions.parse(message.body.last) else { return }
         precondition((0...Int(UInt16.max)).contains(options.offset), "an offset outside ATT's range")
-        if let mtu = options.mtu { precondition((0...Int(UInt16.max)).contains(mtu), "an MTU outside ATT's range") }
+        if let mtu = options.mtu { precondition(RequestOptions.mtuRange.contains(mtu), "an MTU outside ATT's range") }
         var bytes = Data()
         if case .bytes(let value)? = message.body.first { bytes = value }
         // The served value is the request's own bytes: offsets land inside, at and past its end.
@@ -56,6 +61,54 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         } else {
             precondition(options.offset > bytes.count, "a write inside the value refused")
         }
+    }
+
+    /// Every call is let in or refused, and for the right reason, judged here independently of
+    /// `RequestAdmission`: InvalidArguments exactly when a known option has the wrong type (or
+    /// a write's value is not bytes), Not Permitted exactly when the attribute forbids it.
+    static func peripheralCall(_ data: Data) {
+        guard let allows = data.first, let message = try? DBusMessage(wireBytes: data.dropFirst()), let member = message.member else { return }
+        let canRead = allows & 1 != 0, canWrite = allows & 2 != 0
+        guard let result = RequestAdmission.admit(member, message.body, canRead: canRead, canWrite: canWrite) else {
+            precondition(!["ReadValue", "WriteValue", "AcquireWrite", "AcquireNotify"].contains(member), "\(member) not judged")
+            return
+        }
+        let isWrite = member == "WriteValue"
+        let optionsArgument = isWrite ? (message.body.count > 1 ? message.body[1] : nil) : message.body.first
+        let badValue: Bool
+        if isWrite, case .bytes? = message.body.first { badValue = false } else { badValue = isWrite }
+        let badOptions = badValue || !wellTyped(optionsArgument)
+        switch result {
+        case .success(let admitted):
+            precondition(!badOptions, "ill-typed options let in")
+            precondition(admitted.access != .read || canRead, "a read of an unreadable attribute let in")
+            if case .write(let value) = admitted.access {
+                precondition(canWrite, "a write of an unwritable attribute let in")
+                precondition(message.body.first == .bytes(value), "the write's value changed")
+            }
+            if let mtu = admitted.options.mtu { precondition(RequestOptions.mtuRange.contains(mtu), "MTU \(mtu) outside 23...517") }
+            precondition((0...Int(UInt16.max)).contains(admitted.options.offset), "an offset outside ATT's range")
+        case .failure(let refusal):
+            if refusal.name == "org.bluez.Error.InvalidArguments" {
+                precondition(badOptions, "well-typed options refused")
+            } else {
+                precondition(refusal.name == "org.bluez.Error.NotPermitted" && !badOptions, "refused with \(refusal.name)")
+                precondition(isWrite ? !canWrite : (member == "ReadValue" && !canRead), "a permitted access refused")
+            }
+        }
+    }
+
+    /// bluetoothd's own rule (gatt-client.c's parse_options, widened to every key it sends):
+    /// an a{sv} whose known keys, compared without case, hold their types.
+    static func wellTyped(_ options: DBusValue?) -> Bool {
+        guard let options else { return true }
+        guard case .dictionary(.string, .variant, let entries) = options else { return false }
+        let types: [String: String] = ["device": "o", "offset": "q", "mtu": "q", "link": "s", "type": "s", "prepare-authorize": "b"]
+        for entry in entries {
+            guard case .string(let key) = entry.key, case .variant(let inner) = entry.value, let wanted = types[key.lowercased()] else { continue }
+            if inner.type.signature != wanted { return false }
+        }
+        return true
     }
 
     static func dbusMessage(_ data: Data) {
@@ -121,6 +174,7 @@ extension FuzzTarget {
         case .scenario:
             return [Data(#"{"adapters": [{"name": "hci0", "address": "00:AA:01:00:00:00"}], "temporaryTimeout": 30, "peripherals": [{"address": "C0:FF:EE:00:00:01", "name": "x", "rssi": -50, "mtu": 185, "manufacturerData": {"76": "0102"}, "services": [{"uuid": "180d", "characteristics": [{"uuid": "2a37", "flags": ["read", "notify"], "value": "00"}]}], "rules": [{"on": {"write": "2a37", "prefix": "01"}, "then": [{"notify": "2a37", "value": "02"}]}]}], "faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "abortByLocal", "times": 1}, {"notifications": "C0:FF:EE:00:00:01", "dropEvery": 2}]}"#.utf8)]
         case .peripheralRequest: return Self.requestSeeds
+        case .peripheralCall: return Self.callSeeds
         case .uuid: return ["180d", "0000180d-0000-1000-8000-00805f9b34fb", "0x2A37", "12345678", "6e400001-b5a3-f393-e0a9-e50e24dcca9e"].map { Data($0.utf8) }
         }
     }
@@ -145,6 +199,28 @@ extension FuzzTarget {
             numbered.serial = 1
             return try? numbered.wireBytes()
         }
+    }
+
+    /// The request seeds, each for an attribute that allows everything, reads only and
+    /// writes only; and bluetoothd's shapes with a wrong type, a huge MTU and an odd case.
+    static var callSeeds: [Data] {
+        let characteristic: ObjectPath = "/org/blekit/peripheral1/service0/char0"
+        let interface = "org.bluez.GattCharacteristic1"
+        let device = DBusValue.objectPath("/org/bluez/hci0/dev_C0_FF_EE_00_00_01")
+        let odd: [DBusMessage] = [
+            .methodCall(destination: ":1.7", path: characteristic, interface: interface, member: "ReadValue",
+                        body: [BlueZShapes.propertyDictionary([("device", device), ("offset", .string("2"))])]),
+            .methodCall(destination: ":1.7", path: characteristic, interface: interface, member: "AcquireWrite",
+                        body: [BlueZShapes.propertyDictionary([("device", device), ("mtu", .uint16(65535)), ("link", .string("LE"))])]),
+            .methodCall(destination: ":1.7", path: characteristic, interface: interface, member: "WriteValue",
+                        body: [.bytes(Data([1])), BlueZShapes.propertyDictionary([("MTU", .uint32(0)), ("Type", .string("command"))])]),
+        ]
+        let extra = odd.compactMap { message -> Data? in
+            var numbered = message
+            numbered.serial = 1
+            return try? numbered.wireBytes()
+        }
+        return (requestSeeds + extra).flatMap { message in [3, 1, 2].map { Data([$0]) + message } }
     }
 
     static var messageSeeds: [Data] {

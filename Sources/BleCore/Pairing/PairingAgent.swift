@@ -64,6 +64,9 @@ public final class PairingAgent: @unchecked Sendable {
     @BleLoop private var generation = 0
     @BleLoop private var pending: [PairingRequest] = []
     @BleLoop private var registerRetry: LoopTimer?
+    /// bluetoothd called `Release`: it no longer has the agent, so nothing may ask it anything
+    /// until it registers again.
+    @BleLoop private var released = false
 
     private static let counter = Locked(0)
 
@@ -247,6 +250,7 @@ public final class PairingAgent: @unchecked Sendable {
 
     @BleLoop private func registrationDone(_ error: BleError?) {
         registered.value = error == nil
+        if error == nil { released = false }
         BleLog.info("pairing agent \(path) registered (\(capability.rawValue)\(makesDefault ? ", default" : ""))")
         emit { $0.pairingAgent(self, didRegister: error) }
     }
@@ -263,7 +267,7 @@ public final class PairingAgent: @unchecked Sendable {
         typealias M = BlueZ.Agent1.Method
         let device = ArgumentDescription("device", .objectPath)
         return ExportedInterface(BlueZ.Agent1.interface, methods: [
-            ExportedMethod(M.release) { [weak self] call in self?.guarded(call) { $0.released(call) } },
+            ExportedMethod(M.release) { [weak self] call in self?.guarded(call) { $0.releaseArrived(call) } },
             ExportedMethod(M.requestPinCode, in: [device], out: [ArgumentDescription("pincode", .string)]) { [weak self] call in
                 self?.guarded(call) { $0.deliver(.pinCode, call) }
             },
@@ -310,6 +314,12 @@ public final class PairingAgent: @unchecked Sendable {
             BleLog.warning("pairing agent: refused \(call.member) from \(call.sender), which is not org.bluez's owner")
             return call.fail(name: BlueZ.ErrorName.notAuthorized, message: "Only org.bluez may call this agent")
         }
+        // After Release bluetoothd holds no registration: a request now is not bluetoothd's
+        // (or is a broken one's) and must not reach the app as a pairing to decide.
+        guard !released || call.member == BlueZ.Agent1.Method.release else {
+            BleLog.warning("pairing agent: refused \(call.member) after bluetoothd released the agent")
+            return call.fail(name: BlueZ.Agent1.ErrorName.rejected, message: "The agent was released by bluetoothd and is not registered")
+        }
         body(self)
     }
 
@@ -350,8 +360,9 @@ public final class PairingAgent: @unchecked Sendable {
         cancelPending(reason: "Canceled by bluetoothd")
     }
 
-    @BleLoop private func released(_ call: IncomingCall) {
+    @BleLoop private func releaseArrived(_ call: IncomingCall) {
         call.reply()
+        released = true
         generation += 1
         cancelPending(reason: "Released by bluetoothd")
         guard registered.value else { return }

@@ -59,6 +59,10 @@ public final class MutableDescriptor: Descriptor, @unchecked Sendable {
         return MutableDescriptor(type: BluetoothUUID(UInt16(0x2904)), value: Data(bytes))
     }
 
+    /// Readable as its flags say: with a read permission, or with none at all (then served
+    /// read-only, as CoreBluetooth's descriptors are).
+    var canRead: Bool { permissions.allowsRead || !permissions.allowsWrite }
+
     /// The BlueZ flags of this descriptor.
     var bluezFlags: [String] {
         var flags: [String] = []

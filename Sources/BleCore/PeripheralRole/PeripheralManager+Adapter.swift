@@ -173,8 +173,7 @@ extension PeripheralManager {
         emit { $0.peripheralManager(self, centralDidDisconnect: central) }
     }
 
-    /// The `Central` for a device path on the serving adapter, made on first sight (a request
-    /// may name a device whose `InterfacesAdded` has not arrived yet).
+    /// The `Central` for a `Device1` path on the serving adapter, made on first sight.
     @BleLoop func centralObject(_ path: ObjectPath) -> Central {
         if let known = centralsByPath[path] { return known }
         let cached = session.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.address]
@@ -185,6 +184,21 @@ extension PeripheralManager {
         central.setConnected(session.cache?.properties(path, BlueZ.device)?[BlueZ.Device1.connected] == true)
         centralsByPath[path] = central
         return central
+    }
+
+    /// The `Central` of a request's `device`, only when it names an existing `Device1` on the
+    /// serving adapter: anyone owning `org.bluez` can put any path there, and a `Central` kept
+    /// per invented path would grow the table without bound. bluetoothd announces a device
+    /// (InterfacesAdded, on the same connection, so before) ahead of any request from it.
+    @BleLoop func knownCentral(_ path: ObjectPath) -> Central? {
+        guard let adapterPath, path.parent == adapterPath, session.cache?.properties(path, BlueZ.device) != nil else {
+            // Said once: each such request would otherwise let its sender fill the log.
+            let text = "a request names \(path), which is not a device on \(adapterPath?.rawValue ?? "the serving adapter"): from an unidentified central"
+            if warnedAboutUnknownDevices { BleLog.debug(text) } else { BleLog.warning(text + " (further ones are logged at debug level)") }
+            warnedAboutUnknownDevices = true
+            return nil
+        }
+        return centralObject(path)
     }
 
     /// `dev_AA_BB_CC_DD_EE_FF` → `AA:BB:CC:DD:EE:FF`.

@@ -131,7 +131,7 @@ extension PeripheralManager {
             methods.append(ExportedMethod(BlueZ.GattCharacteristic1.Method.confirm) { [weak self, weak record] call in
                 guard let self, let record else { return }
                 call.reply()
-                self.confirmed(record)
+                self.confirmationArrived(record)
             })
         }
         if options.acquireSockets, characteristic.properties.contains(.writeWithoutResponse) {
@@ -158,17 +158,16 @@ extension PeripheralManager {
         let flags = descriptor.bluezFlags
         return ExportedInterface(BlueZ.GattDescriptor1.interface, methods: [
             ExportedMethod(BlueZ.GattDescriptor1.Method.readValue, in: [Self.optionsArgument], out: [Self.valueArgument]) { call in
-                guard let answer = Self.readAnswer(descriptor.servedValue, offset: Self.requestOptions(call.arguments.first).offset) else {
+                guard let admitted = Self.admitted(call, canRead: descriptor.canRead, canWrite: descriptor.permissions.allowsWrite) else { return }
+                guard let answer = Self.readAnswer(descriptor.servedValue, offset: admitted.options.offset) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
                 }
                 call.reply([.bytes(answer)])
             },
             ExportedMethod(BlueZ.GattDescriptor1.Method.writeValue, in: [Self.valueArgument, Self.optionsArgument]) { call in
-                guard descriptor.permissions.allowsWrite else {
-                    return call.fail(name: BlueZ.ErrorName.notPermitted, message: BlueZ.ErrorMessage.writeNotPermitted)
-                }
-                guard case .bytes(let bytes) = call.arguments[0] else { return call.fail(name: BlueZ.ErrorName.invalidArguments, message: BlueZ.ErrorMessage.invalidArguments) }
-                guard let value = Self.writeResult(descriptor.servedValue, offset: Self.requestOptions(call.arguments[1]).offset, bytes: bytes) else {
+                guard let admitted = Self.admitted(call, canRead: descriptor.canRead, canWrite: descriptor.permissions.allowsWrite),
+                      case .write(let bytes) = admitted.access else { return }
+                guard let value = Self.writeResult(descriptor.servedValue, offset: admitted.options.offset, bytes: bytes) else {
                     return call.fail(name: BlueZ.ErrorName.invalidOffset, message: BlueZ.ErrorMessage.invalidOffset)
                 }
                 descriptor.servedValue = value
@@ -237,19 +236,26 @@ extension PeripheralManager {
 
     // MARK: Requests
 
-    /// The options bluetoothd passes with ReadValue/WriteValue/Acquire*: `{device, offset, mtu, link}`.
-    /// Package-visible for the peripheral-request fuzz target.
-    package nonisolated static func requestOptions(_ value: DBusValue?) -> (device: ObjectPath?, offset: Int, mtu: Int?, link: String) {
-        guard let value, let map = try? BlueZShapes.propertyMap(value) else { return (nil, 0, nil, "LE") }
-        var device: ObjectPath?
-        if case .objectPath(let path)? = map[BlueZ.GattCharacteristic1.Option.device] { device = path }
-        var offset = 0
-        if case .uint16(let raw)? = map[BlueZ.GattCharacteristic1.Option.offset] { offset = Int(raw) }
-        var mtu: Int?
-        if case .uint16(let raw)? = map[BlueZ.GattCharacteristic1.Option.mtu] { mtu = Int(raw) }
-        var link = "LE"
-        if case .string(let text)? = map[BlueZ.GattCharacteristic1.Option.link] { link = text }
-        return (device, offset, mtu, link)
+    /// The call checked by `RequestAdmission`, or nil once it was refused (and answered).
+    @BleLoop static func admitted(_ call: IncomingCall, canRead: Bool, canWrite: Bool) -> RequestAdmission.Admitted? {
+        switch RequestAdmission.admit(call.member, call.arguments, canRead: canRead, canWrite: canWrite) {
+        case .success(let admitted):
+            return admitted
+        case .failure(let refusal):
+            BleLog.warning("refused \(call.member) on \(call.path) with \(refusal.name): \(refusal.detail)")
+            call.fail(name: refusal.name, message: refusal.message)
+            return nil
+        case nil:
+            call.fail(name: BlueZ.ErrorName.notSupported, message: BlueZ.ErrorMessage.notSupported)
+            return nil
+        }
+    }
+
+    /// What a characteristic lets a central do, as its flags say (bluetoothd checks the same).
+    nonisolated static func access(of characteristic: MutableCharacteristic) -> (canRead: Bool, canWrite: Bool) {
+        let properties = characteristic.properties
+        let writes: CharacteristicProperties = [.write, .writeWithoutResponse, .authenticatedSignedWrites, .reliableWrite]
+        return (properties.contains(.read), !properties.isDisjoint(with: writes) && !characteristic.isStatic)
     }
 
     /// What a read at `offset` of a served `value` answers; nil (Invalid Offset) past its end.
@@ -264,15 +270,20 @@ extension PeripheralManager {
         return Data(value.prefix(offset)) + bytes
     }
 
-    @BleLoop private func central(for options: (device: ObjectPath?, offset: Int, mtu: Int?, link: String)) -> Central {
-        guard let device = options.device else { return Central.unidentified }
-        let central = centralObject(device)
+    @BleLoop private func central(for options: RequestOptions) -> Central {
+        guard let device = options.device, let central = knownCentral(device) else { return Central.unidentified }
         if let mtu = options.mtu { central.setMTU(mtu) }
         return central
     }
 
+    /// Checks a call on a served characteristic against its flags and options.
+    @BleLoop private func admitted(_ record: ExportedCharacteristic, _ call: IncomingCall) -> RequestAdmission.Admitted? {
+        let access = Self.access(of: record.characteristic)
+        return Self.admitted(call, canRead: access.canRead, canWrite: access.canWrite)
+    }
+
     @BleLoop private func read(_ record: ExportedCharacteristic, _ call: IncomingCall) {
-        let parsed = Self.requestOptions(call.arguments.first)
+        guard let parsed = admitted(record, call)?.options else { return }
         let central = central(for: parsed)
         if let value = record.characteristic.value {
             // Static: served without asking the app, as CoreBluetooth does.
@@ -288,13 +299,8 @@ extension PeripheralManager {
     }
 
     @BleLoop private func write(_ record: ExportedCharacteristic, _ call: IncomingCall) {
-        guard case .bytes(let value) = call.arguments[0] else {
-            return call.fail(name: BlueZ.ErrorName.invalidArguments, message: BlueZ.ErrorMessage.invalidArguments)
-        }
-        if record.characteristic.isStatic {
-            return call.fail(name: BlueZ.ErrorName.notPermitted, message: BlueZ.ErrorMessage.writeNotPermitted)
-        }
-        let parsed = Self.requestOptions(call.arguments[1])
+        guard let admitted = admitted(record, call), case .write(let value) = admitted.access else { return }
+        let parsed = admitted.options
         let central = central(for: parsed)
         let request = ATTRequest(central: central, characteristic: record.characteristic, offset: parsed.offset, value: value,
                                  mtu: parsed.mtu ?? central.mtu, link: parsed.link, needsResponse: true, isRead: false, call: call)
@@ -335,17 +341,30 @@ extension PeripheralManager {
     // MARK: Acquired sockets
 
     @BleLoop private func acquireWrite(_ record: ExportedCharacteristic, _ call: IncomingCall) {
-        let parsed = Self.requestOptions(call.arguments.first)
+        guard let parsed = admitted(record, call)?.options else { return }
         let central = central(for: parsed)
         record.writeSocket?.close()
         let characteristic = record.characteristic
         let mtu = parsed.mtu ?? central.mtu
-        let made = ServerSocket.make(onPacket: { [weak self] packet in
+        // Records of the MTU bluetoothd said (it writes at most MTU - 3 bytes of value; when it
+        // said none, of the largest MTU there is), so a longer datagram is reported, never cut
+        // to a head that looks like a whole value.
+        let recordSize = parsed.mtu ?? RequestOptions.mtuRange.upperBound
+        let made = ServerSocket.make(recordSize: recordSize, onPacket: { [weak self] datagram in
             guard let self else { return }
-            let request = ATTRequest(central: central, characteristic: characteristic, offset: 0, value: packet, mtu: mtu,
-                                     link: parsed.link, needsResponse: false, isRead: false, call: nil)
-            request.answered = true
-            self.emit { $0.peripheralManager(self, didReceiveWrite: [request]) }
+            switch datagram {
+            case .whole(let packet):
+                let request = ATTRequest(central: central, characteristic: characteristic, offset: 0, value: packet, mtu: mtu,
+                                         link: parsed.link, needsResponse: false, isRead: false, call: nil)
+                request.answered = true
+                self.emit { $0.peripheralManager(self, didReceiveWrite: [request]) }
+            case .tooLong(let length):
+                self.discardedWrites += 1
+                let error = BleError.valueTooLong(length: length, maximum: recordSize)
+                BleLog.error("a write of \(length) bytes to \(characteristic.uuid) through its AcquireWrite socket is longer than the MTU \(recordSize) "
+                             + "bluetoothd was given; it was discarded (not delivered cut short)")
+                self.emit { $0.peripheralManager(self, didDiscardWriteTo: characteristic, from: central, error: error) }
+            }
         }, onClose: { [weak record] in
             record?.writeSocket = nil
         })
@@ -357,7 +376,7 @@ extension PeripheralManager {
     }
 
     @BleLoop private func acquireNotify(_ record: ExportedCharacteristic, _ call: IncomingCall) {
-        let parsed = Self.requestOptions(call.arguments.first)
+        guard let parsed = admitted(record, call)?.options else { return }
         let central = central(for: parsed)
         record.notifySocket?.close()
         let mtu = parsed.mtu ?? central.mtu

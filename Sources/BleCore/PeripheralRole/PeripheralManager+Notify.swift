@@ -74,7 +74,14 @@ extension PeripheralManager {
         }
     }
 
-    @BleLoop func confirmed(_ record: ExportedCharacteristic) {
+    /// bluetoothd's `Confirm`: the central confirmed the indication in flight. One that
+    /// confirms nothing (no indication is waiting, or its deadline passed) is not reported:
+    /// the app would count a confirmation the central never gave.
+    @BleLoop func confirmationArrived(_ record: ExportedCharacteristic) {
+        guard record.awaitingConfirmation else {
+            BleLog.warning("Confirm on \(record.path), which has no indication awaiting confirmation: ignored")
+            return
+        }
         record.awaitingConfirmation = false
         record.confirmationDeadline?.cancel()
         record.confirmationDeadline = nil

@@ -59,11 +59,15 @@ public final class PeripheralManager: Manager, @unchecked Sendable {
     @BleLoop var flow = NotificationFlow()
     @BleLoop var daemonAbsence: LoopTimer?
     @BleLoop var warnedAboutSubsets = false
+    /// A request named a device that is not on the serving adapter (said once).
+    @BleLoop var warnedAboutUnknownDevices = false
     /// bluetoothd (or the adapter) went away with services or advertisements registered, which
     /// BleKit registers again: `willRestoreState` is due before the next `poweredOn`.
     @BleLoop var restorationDue = false
     /// Requests handed to the delegates whose answer (or deadline) has not come yet.
     @BleLoop var unansweredRequestCount = 0
+    /// Datagrams on `AcquireWrite` sockets longer than the MTU, reported and not delivered.
+    @BleLoop var discardedWrites = 0
 
     /// Starts a manager; `peripheralManagerDidUpdateState` follows once bluetoothd has answered.
     public init(delegate: PeripheralManagerDelegate?, queue: DispatchQueue?, options: PeripheralManagerOptions) {

@@ -42,6 +42,11 @@ public protocol PeripheralManagerDelegate: AnyObject {
     /// An advertisement's registration changed (registered, refused, released by bluetoothd,
     /// registered again after a bluetoothd restart).
     func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration)
+    /// A write to `characteristic` could not be delivered whole, so it was not delivered:
+    /// `error` is `BleError.valueTooLong(length:maximum:)` for a datagram on its `AcquireWrite`
+    /// socket longer than the MTU bluetoothd was given (bluetoothd never sends one; something
+    /// else owning `org.bluez` or a broken daemon did). BleKit-only; CoreBluetooth has none.
+    func peripheralManager(_ peripheral: PeripheralManager, didDiscardWriteTo characteristic: Characteristic, from central: Central, error: BleError)
 }
 
 extension PeripheralManagerDelegate {
@@ -71,4 +76,6 @@ extension PeripheralManagerDelegate {
     public func peripheralManager(_ peripheral: PeripheralManager, didReceiveConfirmationFor characteristic: Characteristic) {}
     /// Does nothing.
     public func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) {}
+    /// Does nothing (the discard is logged as an error and counted in `diagnostics`).
+    public func peripheralManager(_ peripheral: PeripheralManager, didDiscardWriteTo characteristic: Characteristic, from central: Central, error: BleError) {}
 }

@@ -17,6 +17,9 @@ public struct PeripheralManagerDiagnostics: Sendable, Equatable, CustomStringCon
     public var fileDescriptors: Int
     /// The bus connection's view: calls awaiting replies, signal subscriptions, match rules.
     public var connection: ConnectionDiagnostics
+    /// Writes through `AcquireWrite` sockets that were longer than the MTU and so were
+    /// discarded (each also reported to `didDiscardWriteTo`), since the manager started.
+    public var discardedWrites = 0
 
     /// Creates a snapshot; BleKit fills it in (`PeripheralManager.diagnostics`).
     public init(unansweredRequests: Int = 0, notificationsInFlight: Int = 0, indicationsAwaitingConfirmation: Int = 0,
@@ -38,7 +41,8 @@ public struct PeripheralManagerDiagnostics: Sendable, Equatable, CustomStringCon
     /// One line, for test failures.
     public var description: String {
         "requests \(unansweredRequests), notifications in flight \(notificationsInFlight), "
-            + "indications \(indicationsAwaitingConfirmation), timers \(timers), fds \(fileDescriptors), bus: \(connection)"
+            + "indications \(indicationsAwaitingConfirmation), timers \(timers), fds \(fileDescriptors), "
+            + "discarded writes \(discardedWrites), bus: \(connection)"
     }
 }
 
@@ -49,6 +53,7 @@ extension PeripheralManager {
     @BleLoop var currentDiagnostics: PeripheralManagerDiagnostics {
         var snapshot = PeripheralManagerDiagnostics()
         snapshot.unansweredRequests = unansweredRequestCount
+        snapshot.discardedWrites = discardedWrites
         snapshot.notificationsInFlight = flow.outstanding
         // Each unanswered request holds its deadline timer.
         snapshot.timers = unansweredRequestCount + (daemonAbsence?.isActive == true ? 1 : 0)

@@ -69,4 +69,8 @@ public final class PeripheralManagerMultiDelegate: PeripheralManagerDelegate, Se
     public func peripheralManager(_ peripheral: PeripheralManager, advertisementDidUpdate registration: AdvertisementRegistration) {
         for delegate in delegates { delegate.peripheralManager(peripheral, advertisementDidUpdate: registration) }
     }
+    /// Forwards to every listener.
+    public func peripheralManager(_ peripheral: PeripheralManager, didDiscardWriteTo characteristic: Characteristic, from central: Central, error: BleError) {
+        for delegate in delegates { delegate.peripheralManager(peripheral, didDiscardWriteTo: characteristic, from: central, error: error) }
+    }
 }

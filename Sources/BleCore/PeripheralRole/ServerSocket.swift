@@ -1,4 +1,5 @@
 import BleDBus
+import CSocketShim
 import Foundation
 import Glibc
 
@@ -25,32 +26,68 @@ final class ServerSocket {
         self.onClose = onClose
     }
 
+    /// What one datagram from bluetoothd turned out to be.
+    enum Datagram: Equatable {
+        /// A value that fit its record: delivered as it was sent.
+        case whole(Data)
+        /// A datagram of `length` bytes, longer than the record (the MTU): not delivered, since
+        /// its head alone is not the value the central wrote.
+        case tooLong(length: Int)
+    }
+
     /// Makes the pair; `theirs` goes to bluetoothd in the reply. `onPacket` receives what
-    /// bluetoothd writes (write commands); `onClose` runs once when bluetoothd closes its end.
-    static func make(onPacket: (@BleLoop (Data) -> Void)?, onClose: @escaping @BleLoop () -> Void) -> (ours: ServerSocket, theirs: UnixFileDescriptor)? {
+    /// bluetoothd writes (write commands), each datagram whole up to `recordSize` bytes (the
+    /// MTU handed out with it); `onClose` runs once when bluetoothd closes its end.
+    static func make(recordSize: Int = 23, onPacket: (@BleLoop (Datagram) -> Void)?,
+                     onClose: @escaping @BleLoop () -> Void) -> (ours: ServerSocket, theirs: UnixFileDescriptor)? {
         var pair: [Int32] = [-1, -1]
         let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, type, 0, &pair) == 0 else { return nil }
         let ours = ServerSocket(descriptor: pair[0], onClose: onClose)
         let theirs = UnixFileDescriptor(adopting: pair[1])
-        let descriptor = pair[0]
-        ours.readWatch = FileDescriptorWatch(descriptor: descriptor) { [weak ours] events in
-            guard let ours, ours.descriptor >= 0 else { return }
-            if events.contains(.readable) {
-                var buffer = [UInt8](repeating: 0, count: 1024)
-                while ours.descriptor >= 0 {
-                    let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                    if count > 0 {
-                        onPacket?(Data(buffer[0..<count]))
-                        continue
-                    }
-                    if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) { return ours.peerClosed() }
-                    break
-                }
-            }
-            if events.contains(.hangUp) || events.contains(.error) { ours.peerClosed() }
+        let records = DatagramRecords(recordSize: max(1, recordSize))
+        ours.readWatch = FileDescriptorWatch(descriptor: pair[0]) { [weak ours] events in
+            guard let ours else { return }
+            ours.readable(events, records, onPacket)
         }
         return (ours, theirs)
+    }
+
+    /// Reads what is waiting, as the central side's notification sockets do: one `recvmmsg`
+    /// of at most `Peripheral.packetsPerWakeUp` records per wake-up, so a flood cannot hold
+    /// the loop (the level-triggered watch brings us back for the rest).
+    private func readable(_ events: FileDescriptorWatch.Events, _ records: DatagramRecords, _ onPacket: (@BleLoop (Datagram) -> Void)?) {
+        let descriptor = self.descriptor
+        guard descriptor >= 0 else { return }
+        if events.contains(.readable) {
+            let received = blekit_receive_whole_records(descriptor, records.buffer, records.recordSize,
+                                                        UInt32(Peripheral.packetsPerWakeUp), records.lengths, records.truncated)
+            if received < 0 {
+                if errno != EAGAIN && errno != EWOULDBLOCK { return peerClosed() }
+            } else {
+                var datagrams: [Datagram] = []
+                datagrams.reserveCapacity(Int(received))
+                var ended = received == 0
+                for index in 0..<Int(received) {
+                    let length = records.lengths[index]
+                    // A zero-length record is SEQPACKET's end of file.
+                    guard length > 0 else { ended = true; break }
+                    if records.truncated[index] != 0 {
+                        datagrams.append(.tooLong(length: length))
+                    } else {
+                        datagrams.append(.whole(Data(bytes: records.buffer + index * records.recordSize, count: length)))
+                    }
+                }
+                for datagram in datagrams {
+                    onPacket?(datagram)
+                    // A callback may have closed the socket.
+                    guard self.descriptor == descriptor else { return }
+                }
+                if ended { return peerClosed() }
+                if Int(received) == Peripheral.packetsPerWakeUp { return }
+            }
+        }
+        if events.contains(.hangUp) || events.contains(.error) { peerClosed() }
     }
 
     /// Sends one value without blocking.
@@ -96,5 +133,30 @@ final class ServerSocket {
             _ = Glibc.close(descriptor)
             descriptor = -1
         }
+    }
+}
+
+/// One socket's receive buffer: `Peripheral.packetsPerWakeUp` records of `recordSize` bytes,
+/// allocated once with the socket rather than per read.
+@BleLoop
+final class DatagramRecords {
+    let recordSize: Int
+    let buffer: UnsafeMutablePointer<UInt8>
+    let lengths: UnsafeMutablePointer<Int>
+    let truncated: UnsafeMutablePointer<UInt8>
+
+    init(recordSize: Int) {
+        self.recordSize = recordSize
+        let count = Peripheral.packetsPerWakeUp
+        buffer = .allocate(capacity: recordSize * count)
+        lengths = .allocate(capacity: count)
+        truncated = .allocate(capacity: count)
+        truncated.initialize(repeating: 0, count: count)
+    }
+
+    isolated deinit {
+        buffer.deallocate()
+        lengths.deallocate()
+        truncated.deallocate()
     }
 }

@@ -11,4 +11,10 @@
 /// (EAGAIN when nothing is waiting).
 int blekit_receive_records(int descriptor, unsigned char *buffer, size_t record_size, unsigned count, size_t *lengths);
 
+/// As `blekit_receive_records`, for datagrams that must arrive whole: a record longer than
+/// `record_size` is not cut silently but marked, truncated[i] = 1, with its whole length in
+/// lengths[i] (only its first record_size bytes are in the buffer).
+int blekit_receive_whole_records(int descriptor, unsigned char *buffer, size_t record_size, unsigned count, size_t *lengths,
+                                 unsigned char *truncated);
+
 #endif
