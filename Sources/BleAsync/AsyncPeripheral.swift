@@ -126,10 +126,26 @@ public final class AsyncPeripheral: Sendable {
     public func notifications(for characteristic: CBCharacteristic,
                               bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy = .unbounded)
         -> AsyncThrowingStream<Data, any Error> {
+        openStream(for: characteristic, bufferingPolicy: bufferingPolicy).stream
+    }
+
+    /// Makes a stream and registers it on the loop. Its end is wired up here, before the
+    /// stream exists for anyone: a stream ended before the loop registers it (a task cancelled
+    /// at once) is never registered, and one ended after is unregistered (issue 25).
+    private func openStream(for characteristic: CBCharacteristic,
+                            bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy)
+        -> (stream: AsyncThrowingStream<Data, any Error>, continuation: AsyncThrowingStream<Data, any Error>.Continuation) {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Data.self, throwing: (any Error).self, bufferingPolicy: bufferingPolicy)
         let link = self.link
-        BleLoop.perform { link.subscribe(characteristic, continuation) }
-        return stream
+        let subscriber = NotificationSubscriber(continuation)
+        continuation.onTermination = { _ in
+            // Marked before the loop hears of it: whichever of the two runs first, the
+            // registration finds the mark or the removal finds the registration.
+            subscriber.markEnded()
+            LoopWork.run { link.unsubscribe(characteristic, subscriber) }
+        }
+        BleLoop.perform { link.subscribe(characteristic, subscriber) }
+        return (stream, continuation)
     }
 
     /// Like `notifications(for:)`, but returns once notifications are on, so that nothing sent
@@ -137,9 +153,16 @@ public final class AsyncPeripheral: Sendable {
     public func subscribe(to characteristic: CBCharacteristic, timeout: TimeInterval? = nil,
                           bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy = .unbounded)
         async throws -> AsyncThrowingStream<Data, any Error> {
-        let stream = notifications(for: characteristic, bufferingPolicy: bufferingPolicy)
+        let (stream, continuation) = openStream(for: characteristic, bufferingPolicy: bufferingPolicy)
         let link = self.link
-        try await awaitCall(.notifications, timeout: timeout) { (call: PendingCall<Void>) in link.waitUntilNotifying(characteristic, call) }
+        do {
+            try await awaitCall(.notifications, timeout: timeout) { (call: PendingCall<Void>) in link.waitUntilNotifying(characteristic, call) }
+        } catch {
+            // Nobody gets this stream: ending it now turns notifications off (when no other
+            // stream wants them) instead of leaving that to whenever the stream is released.
+            continuation.finish()
+            throw error
+        }
         return stream
     }
 
