@@ -119,7 +119,7 @@ struct CancellationTests {
             }
         }
         print("200 cancelled subscriptions: \(points[0]) at once, \(points[1]) after a few yields, "
-              + "\(points[2]) once registered, \(points[3]) once notifying")
+              + "\(points[2]) once registered, \(points[3]) once notifying; \(await manager.pendingCallCount) call(s) pending right after")
         try await expectNothingPending(bench)
         let path = notify.path
         try await eventually("notifications are off in BleKit and in BleSim, the socket closed", timeout: .seconds(20)) {
