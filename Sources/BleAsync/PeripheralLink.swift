@@ -133,9 +133,15 @@ final class PeripheralLink: PeripheralLoopObserver {
             return
         }
         guard let error else { return }
-        // Enabling failed: the streams cannot get anything; they say why.
-        channels[ObjectIdentifier(characteristic)] = nil
-        let failure = AsyncBleClientError.operationFailed(.notifications, error)
+        // Enabling failed: the streams cannot get anything; they say why. BleCore fails the
+        // enable of a lost link before it reports the loss: that is the link loss, said as such.
+        let key = ObjectIdentifier(characteristic)
+        channels[key] = nil
+        // BleCore still counts them as wanted and would re-arm them on the next link (an enable
+        // failed by link loss comes before `didLoseLink`, which then no longer sees this channel).
+        if !commandReads.contains(key) { peripheral.performSetNotify(false, characteristic) }
+        let failure = peripheral.isLinkUp ? AsyncBleClientError.operationFailed(.notifications, error)
+            : AsyncBleClientError.disconnected(peripheral, error)
         for call in channel.readyWaiters.values.map({ $0 }) { call.fail(failure) }
         for subscriber in channel.subscribers.values { subscriber.continuation.finish(throwing: failure) }
     }

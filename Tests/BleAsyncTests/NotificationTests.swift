@@ -71,6 +71,35 @@ struct NotificationTests {
         await #expect(throws: AsyncBleClientError.self) { for try await _ in device.notifications(for: notify) {} }
     }
 
+    /// A `subscribe(to:)` whose enable the link loss cut short ends with `.disconnected`, and
+    /// nothing is re-armed on the next link: BleCore failed the enable before it reported the
+    /// loss, so the stream's channel was gone when the loss came and BleCore kept the
+    /// characteristic wanted; the reconnect turned notifications on for nobody (seen in the soak).
+    @Test func aSubscribeCutShortByLinkLossIsNotReArmedOnTheNextLink() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let notify = try await bench.characteristic(device, Gadget.notify)
+        bench.simulator.faults.neverReply(to: "AcquireNotify", times: 1)
+        let subscribing = Task { try await device.subscribe(to: notify, timeout: 20) }
+        try await bench.waitForCall("AcquireNotify")
+        bench.virtual?.dropLinks()
+        do {
+            _ = try await subscribing.value
+            Issue.record("the subscription succeeded")
+        } catch AsyncBleClientError.disconnected {
+        }
+        try await eventually("the link is down") { device.state == .disconnected }
+        let again = try await bench.manager.connect(device.peripheral, timeout: 20)
+        let readWrite = try await bench.characteristic(again, Gadget.readWrite)
+        // A round trip after the connect: a re-arm would have reached BleSim by now.
+        _ = try await again.read(for: readWrite, timeout: 10)
+        #expect(bench.callCount("AcquireNotify") + bench.callCount("StartNotify") == 1)
+        #expect(bench.virtual?.subscribers(of: Gadget.full("ff02")) == 0)
+        #expect(!notify.isNotifying)
+        #expect(await bench.manager.pendingCallCount == 0)
+    }
+
     @Test func streamsEndWhenBluetoothdGoesAway() async throws {
         let bench = try await AsyncBench.start()
         defer { bench.tearDown() }
