@@ -78,7 +78,7 @@ final class PeripheralLink: PeripheralLoopObserver {
         guard peripheral.isLinkUp else {
             return call.fail(AsyncBleClientError.disconnected(peripheral, .peripheralNotConnected)).ignored
         }
-        if characteristic.isNotifyingOnLoop, channels[ObjectIdentifier(characteristic)] != nil { return call.succeed(()).ignored }
+        if Self.isSettledOn(characteristic), channels[ObjectIdentifier(characteristic)] != nil { return call.succeed(()).ignored }
         let channel = self.channel(characteristic)
         let id = makeID()
         guard call.onEnd(settled: { [weak self, weak channel] in
@@ -86,7 +86,14 @@ final class PeripheralLink: PeripheralLoopObserver {
             self?.dropIfUnused(characteristic)
         }) else { return }
         channel.readyWaiters[id] = call
-        if characteristic.isNotifyingOnLoop { call.succeed(()) }
+        if Self.isSettledOn(characteristic) { call.succeed(()) }
+    }
+
+    /// On, with no enable or disable queued behind: an "on" with a disable queued (the last
+    /// stream just ended) and this channel's enable after it goes off in between, and a value
+    /// sent then is lost to a caller `subscribe(to:)` already answered (seen in the soak).
+    private static func isSettledOn(_ characteristic: Characteristic) -> Bool {
+        characteristic.isNotifyingOnLoop && characteristic.pendingNotifyChanges == 0
     }
 
     private func channel(_ characteristic: Characteristic) -> Channel {
@@ -129,6 +136,8 @@ final class PeripheralLink: PeripheralLoopObserver {
     func peripheral(_ peripheral: Peripheral, notificationStateOf characteristic: Characteristic, isOn: Bool, error: BleError?) {
         guard let channel = channels[ObjectIdentifier(characteristic)] else { return }
         if isOn {
+            // An earlier enable's answer, with a disable and our enable still queued: not yet.
+            guard Self.isSettledOn(characteristic) else { return }
             for call in channel.readyWaiters.values.map({ $0 }) { call.succeed(()) }
             return
         }
