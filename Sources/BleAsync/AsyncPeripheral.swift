@@ -27,7 +27,8 @@ public final class AsyncPeripheral: Sendable {
     public var name: String? { peripheral.name }
     /// The connection state now.
     public var state: CBPeripheralState { peripheral.state }
-    /// The ATT MTU of the link (23 until BlueZ reports another).
+    /// The ATT MTU of the current link (23 until BlueZ reports this link's, and while
+    /// disconnected: a reconnect may negotiate less than the link before).
     public var mtu: Int { BleLoopBridge.sync { Int(self.link.peripheral.negotiatedMTU) } }
     /// The longest value one write of `type` carries; longer without-response writes are chunked.
     public func maximumWriteValueLength(for type: CBCharacteristicWriteType) -> Int { peripheral.maximumWriteValueLength(for: type) }

@@ -90,8 +90,9 @@ public final class Peripheral: Peer, @unchecked Sendable {
     public var rssi: Int? { LoopBridge.sync { self.deviceProperties?[BlueZ.Device1.rssi].map(Int.init) } }
 
     /// The largest value one write can carry without losing it: never more than 512, the ATT
-    /// maximum attribute length; for `.withoutResponse` also at most the ATT MTU − 3 (BlueZ's
-    /// `MTU` property, 5.62+; 23 assumed when absent, so 20). A peer that identifies as BlueZ
+    /// maximum attribute length; for `.withoutResponse` also at most the ATT MTU − 3 of the
+    /// current link (BlueZ's `MTU` property, 5.62+, read anew on each link; 23 assumed until it
+    /// is known and while disconnected, so 20). A peer that identifies as BlueZ
     /// (its PnP ID in `Modalias`) gets 510: bluetoothd's server counts the 2-byte handle against
     /// 512, answers 511–512-byte requests with `Invalid Length` and drops such commands without
     /// a word. A longer `writeValue` fails with `.valueTooLong` before anything is sent.

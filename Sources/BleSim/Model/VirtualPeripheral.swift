@@ -111,7 +111,8 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
     /// Starts advertising again.
     public func startAdvertising() { spec.advertising = true }
 
-    /// Changes advertised data; the next report carries it.
+    /// Changes its spec: advertised data (the next report carries it) or the MTU (the next link
+    /// negotiates it).
     public func updateAdvertisement(_ change: (inout PeripheralSpec) -> Void) {
         let address = spec.address
         change(&spec)
