@@ -27,7 +27,8 @@ public final class AsyncPeripheral: Sendable {
     public var name: String? { peripheral.name }
     /// The connection state now.
     public var state: CBPeripheralState { peripheral.state }
-    /// The ATT MTU of the link (23 until BlueZ reports another).
+    /// The ATT MTU of the current link (23 until BlueZ reports this link's, and while
+    /// disconnected: a reconnect may negotiate less than the link before).
     public var mtu: Int { BleLoopBridge.sync { Int(self.link.peripheral.negotiatedMTU) } }
     /// The longest value one write of `type` carries; longer without-response writes are chunked.
     public func maximumWriteValueLength(for type: CBCharacteristicWriteType) -> Int { peripheral.maximumWriteValueLength(for: type) }
@@ -137,10 +138,26 @@ public final class AsyncPeripheral: Sendable {
     public func notifications(for characteristic: CBCharacteristic,
                               bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy = .unbounded)
         -> AsyncThrowingStream<Data, any Error> {
+        openStream(for: characteristic, bufferingPolicy: bufferingPolicy).stream
+    }
+
+    /// Makes a stream and registers it on the loop. Its end is wired up here, before the
+    /// stream exists for anyone: a stream ended before the loop registers it (a task cancelled
+    /// at once) is never registered, and one ended after is unregistered (issue 25).
+    private func openStream(for characteristic: CBCharacteristic,
+                            bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy)
+        -> (stream: AsyncThrowingStream<Data, any Error>, continuation: AsyncThrowingStream<Data, any Error>.Continuation) {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Data.self, throwing: (any Error).self, bufferingPolicy: bufferingPolicy)
         let link = self.link
-        BleLoop.perform { link.subscribe(characteristic, continuation) }
-        return stream
+        let subscriber = NotificationSubscriber(continuation)
+        continuation.onTermination = { _ in
+            // Marked before the loop hears of it: whichever of the two runs first, the
+            // registration finds the mark or the removal finds the registration.
+            subscriber.markEnded()
+            LoopWork.run { link.unsubscribe(characteristic, subscriber) }
+        }
+        BleLoop.perform { link.subscribe(characteristic, subscriber) }
+        return (stream, continuation)
     }
 
     /// Like `notifications(for:)`, but returns once notifications are on, so that nothing sent
@@ -148,9 +165,16 @@ public final class AsyncPeripheral: Sendable {
     public func subscribe(to characteristic: CBCharacteristic, timeout: TimeInterval? = nil,
                           bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy = .unbounded)
         async throws -> AsyncThrowingStream<Data, any Error> {
-        let stream = notifications(for: characteristic, bufferingPolicy: bufferingPolicy)
+        let (stream, continuation) = openStream(for: characteristic, bufferingPolicy: bufferingPolicy)
         let link = self.link
-        try await awaitCall(.notifications, timeout: timeout) { (call: PendingCall<Void>) in link.waitUntilNotifying(characteristic, call) }
+        do {
+            try await awaitCall(.notifications, timeout: timeout) { (call: PendingCall<Void>) in link.waitUntilNotifying(characteristic, call) }
+        } catch {
+            // Nobody gets this stream: ending it now turns notifications off (when no other
+            // stream wants them) instead of leaving that to whenever the stream is released.
+            continuation.finish()
+            throw error
+        }
         return stream
     }
 

@@ -12,13 +12,12 @@ import Foundation
 /// with `AsyncBleClientError.disconnected`.
 @BleLoop
 final class PeripheralLink: PeripheralLoopObserver {
-    typealias Values = AsyncThrowingStream<Data, any Error>
-
     /// The streams following one characteristic.
     @BleLoop
     private final class Channel {
         let characteristic: Characteristic
-        var subscribers: [UInt64: Values.Continuation] = [:]
+        /// By `NotificationSubscriber.order`.
+        var subscribers: [UInt64: NotificationSubscriber] = [:]
         /// `subscribe(to:)` calls waiting for notifications to be on.
         var readyWaiters: [UInt64: PendingCall<Void>] = [:]
         init(characteristic: Characteristic) { self.characteristic = characteristic }
@@ -62,17 +61,16 @@ final class PeripheralLink: PeripheralLoopObserver {
 
     // MARK: Notifications
 
-    /// Adds a stream; the first one of a characteristic enables notifications.
-    func subscribe(_ characteristic: Characteristic, _ continuation: Values.Continuation) {
+    /// Adds a stream; the first one of a characteristic enables notifications. A stream that
+    /// ended before it got here is not added (its `unsubscribe` already ran or follows, and
+    /// finds nothing).
+    func subscribe(_ characteristic: Characteristic, _ subscriber: NotificationSubscriber) {
+        guard !subscriber.isEnded else { return }
         guard peripheral.isLinkUp else {
-            return continuation.finish(throwing: AsyncBleClientError.disconnected(peripheral, .peripheralNotConnected))
+            return subscriber.continuation.finish(throwing: AsyncBleClientError.disconnected(peripheral, .peripheralNotConnected))
         }
         let channel = self.channel(characteristic)
-        let id = makeID()
-        channel.subscribers[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            LoopWork.run { self?.unsubscribe(characteristic, id) }
-        }
+        channel.subscribers[subscriber.order] = subscriber
     }
 
     /// Resolves once notifications are on (at once when they already are).
@@ -80,7 +78,7 @@ final class PeripheralLink: PeripheralLoopObserver {
         guard peripheral.isLinkUp else {
             return call.fail(AsyncBleClientError.disconnected(peripheral, .peripheralNotConnected)).ignored
         }
-        if characteristic.isNotifyingOnLoop, channels[ObjectIdentifier(characteristic)] != nil { return call.succeed(()).ignored }
+        if Self.isSettledOn(characteristic), channels[ObjectIdentifier(characteristic)] != nil { return call.succeed(()).ignored }
         let channel = self.channel(characteristic)
         let id = makeID()
         guard call.onEnd(settled: { [weak self, weak channel] in
@@ -88,7 +86,14 @@ final class PeripheralLink: PeripheralLoopObserver {
             self?.dropIfUnused(characteristic)
         }) else { return }
         channel.readyWaiters[id] = call
-        if characteristic.isNotifyingOnLoop { call.succeed(()) }
+        if Self.isSettledOn(characteristic) { call.succeed(()) }
+    }
+
+    /// On, with no enable or disable queued behind: an "on" with a disable queued (the last
+    /// stream just ended) and this channel's enable after it goes off in between, and a value
+    /// sent then is lost to a caller `subscribe(to:)` already answered (seen in the soak).
+    private static func isSettledOn(_ characteristic: Characteristic) -> Bool {
+        characteristic.isNotifyingOnLoop && characteristic.pendingNotifyChanges == 0
     }
 
     private func channel(_ characteristic: Characteristic) -> Channel {
@@ -101,8 +106,11 @@ final class PeripheralLink: PeripheralLoopObserver {
         return channel
     }
 
-    private func unsubscribe(_ characteristic: Characteristic, _ id: UInt64) {
-        guard let channel = channels[ObjectIdentifier(characteristic)], channel.subscribers.removeValue(forKey: id) != nil else { return }
+    /// A stream ended: it leaves its channel; the last one turns notifications off.
+    func unsubscribe(_ characteristic: Characteristic, _ subscriber: NotificationSubscriber) {
+        guard let channel = channels[ObjectIdentifier(characteristic)],
+              channel.subscribers[subscriber.order] === subscriber else { return }
+        channel.subscribers[subscriber.order] = nil
         dropIfUnused(characteristic)
     }
 
@@ -118,7 +126,7 @@ final class PeripheralLink: PeripheralLoopObserver {
 
     func peripheral(_ peripheral: Peripheral, didNotify value: Data, for characteristic: Characteristic) {
         guard let channel = channels[ObjectIdentifier(characteristic)] else { return }
-        for id in channel.subscribers.keys.sorted() { channel.subscribers[id]?.yield(value) }
+        for id in channel.subscribers.keys.sorted() { channel.subscribers[id]?.continuation.yield(value) }
     }
 
     func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for characteristic: Characteristic, error: BleError?) {
@@ -128,15 +136,23 @@ final class PeripheralLink: PeripheralLoopObserver {
     func peripheral(_ peripheral: Peripheral, notificationStateOf characteristic: Characteristic, isOn: Bool, error: BleError?) {
         guard let channel = channels[ObjectIdentifier(characteristic)] else { return }
         if isOn {
+            // An earlier enable's answer, with a disable and our enable still queued: not yet.
+            guard Self.isSettledOn(characteristic) else { return }
             for call in channel.readyWaiters.values.map({ $0 }) { call.succeed(()) }
             return
         }
         guard let error else { return }
-        // Enabling failed: the streams cannot get anything; they say why.
-        channels[ObjectIdentifier(characteristic)] = nil
-        let failure = AsyncBleClientError.operationFailed(.notifications, error)
+        // Enabling failed: the streams cannot get anything; they say why. BleCore fails the
+        // enable of a lost link before it reports the loss: that is the link loss, said as such.
+        let key = ObjectIdentifier(characteristic)
+        channels[key] = nil
+        // BleCore still counts them as wanted and would re-arm them on the next link (an enable
+        // failed by link loss comes before `didLoseLink`, which then no longer sees this channel).
+        if !commandReads.contains(key) { peripheral.performSetNotify(false, characteristic) }
+        let failure = peripheral.isLinkUp ? AsyncBleClientError.operationFailed(.notifications, error)
+            : AsyncBleClientError.disconnected(peripheral, error)
         for call in channel.readyWaiters.values.map({ $0 }) { call.fail(failure) }
-        for continuation in channel.subscribers.values { continuation.finish(throwing: failure) }
+        for subscriber in channel.subscribers.values { subscriber.continuation.finish(throwing: failure) }
     }
 
     // MARK: Write without response
@@ -220,7 +236,7 @@ final class PeripheralLink: PeripheralLoopObserver {
         channels.removeAll()
         for channel in ended {
             for call in channel.readyWaiters.values.map({ $0 }) { call.fail(failure) }
-            for id in channel.subscribers.keys.sorted() { channel.subscribers[id]?.finish(throwing: failure) }
+            for id in channel.subscribers.keys.sorted() { channel.subscribers[id]?.continuation.finish(throwing: failure) }
             // Nobody listens any more: BleKit must not re-arm these on the next link.
             peripheral.performSetNotify(false, channel.characteristic)
         }

@@ -1,4 +1,5 @@
 import BleAsync
+@testable import BleCore
 import BleSim
 import BleTestSupport
 import Foundation
@@ -83,6 +84,57 @@ struct CancellationTests {
         _ = await reader.result
         try await eventually("notifications are off") { !notify2.isNotifying }
         try await expectNothingPending(bench2)
+    }
+
+    /// Issue 25 item 2: a stream cancelled before the loop registered it stayed registered
+    /// (185 of 200 in the report): notifications on, the AcquireNotify socket open,
+    /// `pendingCallCount` above 0 until the link dropped. Here 200 subscriptions, half
+    /// `subscribe(to:)` and half `notifications(for:)`, are cancelled at random points: before
+    /// the loop registers them, while notifications are being enabled, or once they are on.
+    @Test func cancelledSubscriptionsLeaveNothingBehind() async throws {
+        let bench = try await AsyncBench.start()
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let notify = try await bench.characteristic(device, Gadget.notify)
+        let manager = bench.manager
+        var generator = SystemRandomNumberGenerator()
+        var points = [0, 0, 0, 0]
+        for index in 0..<200 {
+            let subscribes = index % 2 == 0
+            let task = Task {
+                let stream = subscribes ? try await device.subscribe(to: notify, timeout: 20) : device.notifications(for: notify)
+                for try await _ in stream {}
+            }
+            let point = Int.random(in: 0..<4, using: &generator)
+            points[point] += 1
+            switch point {
+            case 0: break
+            case 1: for _ in 0..<Int.random(in: 1...4, using: &generator) { await Task.yield() }
+            case 2: try await eventually("subscription \(index) is registered") { await manager.pendingCallCount > 0 }
+            default: try await eventually("subscription \(index) is on") { notify.isNotifyingOnLoop }
+            }
+            task.cancel()
+            if case .failure(let error) = await task.result, !(error is CancellationError) {
+                Issue.record("subscription \(index) ended with \(error), not CancellationError")
+            }
+        }
+        print("200 cancelled subscriptions: \(points[0]) at once, \(points[1]) after a few yields, "
+              + "\(points[2]) once registered, \(points[3]) once notifying; \(await manager.pendingCallCount) call(s) pending right after")
+        try await expectNothingPending(bench)
+        let path = notify.path
+        try await eventually("notifications are off in BleKit and in BleSim, the socket closed", timeout: .seconds(20)) {
+            guard !notify.isNotifyingOnLoop, notify.subscription == nil, bench.virtual?.subscribers(of: Gadget.full("ff02")) == 0 else { return false }
+            let notifying = try? await bench.fixture.property(path, BlueZ.GattCharacteristic1.interface, BlueZ.GattCharacteristic1.notifying.name)
+            let acquired = try? await bench.fixture.property(path, BlueZ.GattCharacteristic1.interface, BlueZ.GattCharacteristic1.notifyAcquired.name)
+            return notifying == .boolean(false) && acquired == .boolean(false)
+        }
+        // The link still works: a new subscription hears a value.
+        let stream = try await device.subscribe(to: notify, timeout: 20)
+        bench.virtual?.notify(Gadget.full("ff02"), value: Data([0x5a]))
+        for try await value in stream {
+            #expect(value == Data([0x5a]))
+            break
+        }
     }
 
     @Test func cancellingAScanStopsTheRadioScan() async throws {

@@ -31,6 +31,45 @@ struct GattTests {
         #expect(device.identifier == device.peripheral.identifier)
     }
 
+    /// Issue 25 item 4: the MTU seen first survived reconnects, so a 512-byte write without
+    /// response was accepted on a 247-MTU link. The limit is the link's own: 20 bytes (ATT's
+    /// 23) until bluetoothd tells the new link's MTU, then MTU − 3.
+    @Test func aReconnectWithASmallerMTUMakesALongWriteWithoutResponseTooLong() async throws {
+        let bench = try await AsyncBench.start([Gadget.spec(mtu: 517)])
+        defer { bench.tearDown() }
+        let device = try await bench.connected()
+        let target = try await bench.characteristic(device, Gadget.writeNoResponse)
+        try await eventually("the first link's MTU is known") { device.mtu == 517 }
+        #expect(Self.refusal(Data(count: 512), to: target, on: device) == nil)
+        try await bench.manager.disconnect(device, timeout: 10)
+        // Disconnected: no MTU to speak of, and a write says why it cannot go.
+        #expect(device.maximumWriteValueLength(for: .withoutResponse) == 20)
+        #expect(Self.refusal(Data(count: 10), to: target, on: device) == .peripheralNotConnected)
+        bench.virtual?.updateAdvertisement { $0.mtu = 247 }
+        let earlier = bench.virtual?.writes.count ?? 0
+        let again = try await bench.manager.connect(device.peripheral, timeout: 20)
+        let refused = Self.refusal(Data(count: 512), to: target, on: again)
+        guard case .valueTooLong(length: 512, let maximum)? = refused, maximum == 20 || maximum == 244 else {
+            Issue.record("a 512-byte write without response on a 247-MTU link: \(String(describing: refused))")
+            return
+        }
+        try await eventually("the new link's MTU is known") { again.mtu == 247 }
+        #expect(again.maximumWriteValueLength(for: .withoutResponse) == 244)
+        #expect(Self.refusal(Data(count: 245), to: target, on: again) == .valueTooLong(length: 245, maximum: 244))
+        #expect(Self.refusal(Data(count: 244), to: target, on: again) == nil)
+        try await eventually("the 244-byte write arrived") {
+            bench.virtual?.writes.contains { $0.uuid == Gadget.full("ff03") && $0.value.count == 244 } == true
+        }
+        #expect(bench.virtual?.writes.dropFirst(earlier).contains { $0.value.count > 244 } == false)
+    }
+
+    /// What BleCore says at once about a write without response (nil: queued).
+    static func refusal(_ data: Data, to characteristic: CBCharacteristic, on device: AsyncPeripheral) -> BleError? {
+        var refused: BleError?
+        device.peripheral.performWrite(data, characteristic, .withoutResponse) { refused = $0 }
+        return refused
+    }
+
     @Test func theStacksOwnServicesAreListedOnlyWhenAskedFor() async throws {
         let bench = try await AsyncBench.start()
         defer { bench.tearDown() }

@@ -457,4 +457,30 @@ struct GattReadWriteTests {
             }
         }
     }
+
+    /// bluetoothd 5.66 (src/gatt-client.c): `MTU` exists only while it has a GATT client for the
+    /// device (`characteristic_mtu_exists`), so a disconnected device's characteristics have
+    /// none, and it goes without a signal; the next link's MTU is the next link's own. Issue 25:
+    /// BleSim reported 517 while disconnected, which hid BleKit keeping an earlier link's MTU.
+    @BleLoop
+    @Test func mtuIsAbsentWhileDisconnectedAndTheNewLinksOwnAfterAReconnect() async throws {
+        let (fixture, device) = try await SimulatorFixture.connected()
+        defer { fixture.tearDown() }
+        let path = try await fixture.gattObject(device, Golden.rw)
+        #expect(try await fixture.property(path, Interface.characteristic, "MTU") == .uint16(517))
+        let since = fixture.mark
+        try await fixture.disconnect(device)
+        #expect(fixture.signals(since: since) { $0.changes(path, "MTU") }.isEmpty, "MTU goes without a signal")
+        await expectDBusError("org.freedesktop.DBus.Error.InvalidArgs", "No such property 'MTU'") {
+            _ = try await fixture.property(path, Interface.characteristic, "MTU")
+        }
+        let all = try await fixture.call(path, Interface.properties, "GetAll", [.string(Interface.characteristic)])
+        let names = try BlueZShapes.propertyMap(try #require(all.first)).keys
+        #expect(!names.contains("MTU"), "GetAll while disconnected: \(names.sorted())")
+        #expect(names.contains("UUID"))
+        // The peer now negotiates less: the next link says so.
+        fixture.simulator.peripheral(Golden.address)?.updateAdvertisement { $0.mtu = 247 }
+        try await fixture.connect(device)
+        #expect(try await fixture.property(path, Interface.characteristic, "MTU") == .uint16(247))
+    }
 }

@@ -27,6 +27,9 @@ public class Characteristic: Attribute, @unchecked Sendable {
     @BleLoop var subscription: NotifySubscription?
     /// The app asked for notifications and has not turned them off: a reconnect re-arms them.
     @BleLoop var notifyWanted = false
+    /// Enables and disables queued or running: while one is, `isNotifyingOnLoop` may be about
+    /// to change (an "on" now can be followed by a queued disable and then an enable).
+    @BleLoop package internal(set) var pendingNotifyChanges = 0
     /// We hold a StartNotify session in bluetoothd. It outlives disconnects and bluetoothd
     /// re-arms it on reconnect (bleak #2002), so it is reused while wanted and released
     /// (StopNotify) when not.

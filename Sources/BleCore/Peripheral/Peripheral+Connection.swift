@@ -123,6 +123,7 @@ extension Peripheral {
             BleLog.info("connected \(address)")
             emitCentral { $0.centralManager($1, didConnect: self) }
             rearmSubscriptions()
+            refreshMTU()
         case .failure(let error):
             currentState = .disconnected
             BleLog.info("connect \(address) failed: \(error)")
@@ -164,6 +165,10 @@ extension Peripheral {
         }
         let wasUp = currentState == .connected || currentState == .disconnecting
         currentState = .disconnected
+        // The next link negotiates its own MTU (issue 25: a 512-byte write without response was
+        // accepted on a 247-MTU link, the first link's 517 still in use).
+        knownMTU = nil
+        cachedMTUMayBeStale = true
         failAllOperations(with: error ?? .disconnected)
         failServiceWaits(error ?? .disconnected)
         // The link's channels end with it; what the app asked for stays wanted and is re-armed

@@ -14,10 +14,12 @@ extension Peripheral {
             return emitNotificationState(characteristic, error: .operationNotSupported("the characteristic has neither notify nor indicate"))
         }
         characteristic.notifyWanted = enabled
+        characteristic.pendingNotifyChanges += 1
         run(enabled ? "enable notifications" : "disable notifications", on: characteristic.operationKey, start: { [weak self] operation in
             guard let self else { return }
             if enabled { self.enableNotify(characteristic, operation) } else { self.disableNotify(characteristic, operation) }
         }, completion: { [weak self] result in
+            characteristic.pendingNotifyChanges -= 1
             guard let self else { return }
             if case .failure = result, enabled {
                 // Ended by deadline or error: we do not know what bluetoothd did; clean up.

@@ -94,10 +94,11 @@ extension Peripheral {
             completion?(error)
         }
         guard known(characteristic) else { return refuse(.attributeGone) }
+        // Without a link there is no MTU to measure against: say what is really wrong.
+        if type == .withoutResponse, !isLinkUp { return refuse(session.closedReason ?? .peripheralNotConnected) }
         let limit = writeLimit(for: type)
         guard data.count <= limit else { return refuse(.valueTooLong(length: data.count, maximum: limit)) }
         if type == .withoutResponse {
-            guard isLinkUp else { return refuse(session.closedReason ?? .peripheralNotConnected) }
             writeWithoutResponse(data, characteristic)
             completion?(nil)
             return

@@ -52,8 +52,13 @@ public final class Peripheral: Peer, @unchecked Sendable {
     /// Loop-side listeners inside the package (the DSL's command engine): called on the loop,
     /// with the event's data, before the delegates' callbacks are queued.
     @BleLoop var loopObservers: [WeakLoopObserver] = []
-    /// The ATT MTU BlueZ reported on any of this device's characteristics (5.62+), when known.
+    /// The ATT MTU BlueZ reported on any of this device's characteristics (5.62+) on this
+    /// link, when known. Forgotten when the link goes: the next link negotiates its own.
     @BleLoop var knownMTU: UInt16?
+    /// A link was lost: the `MTU` values in the object cache may be an earlier link's, because
+    /// bluetoothd 5.66 drops the property at disconnection without a signal (src/gatt-client.c,
+    /// `characteristic_mtu_exists`) and the cache keeps the last value it heard.
+    @BleLoop var cachedMTUMayBeStale = false
     /// Counts links: a reply or a socket event from an earlier link is recognised as such.
     @BleLoop var linkGeneration: UInt64 = 0
     /// Keys whose next operation is to start, and whether that loop is running.
@@ -85,8 +90,9 @@ public final class Peripheral: Peer, @unchecked Sendable {
     public var rssi: Int? { LoopBridge.sync { self.deviceProperties?[BlueZ.Device1.rssi].map(Int.init) } }
 
     /// The largest value one write can carry without losing it: never more than 512, the ATT
-    /// maximum attribute length; for `.withoutResponse` also at most the ATT MTU − 3 (BlueZ's
-    /// `MTU` property, 5.62+; 23 assumed when absent, so 20). A peer that identifies as BlueZ
+    /// maximum attribute length; for `.withoutResponse` also at most the ATT MTU − 3 of the
+    /// current link (BlueZ's `MTU` property, 5.62+, read anew on each link; 23 assumed until it
+    /// is known and while disconnected, so 20). A peer that identifies as BlueZ
     /// (its PnP ID in `Modalias`) gets 510: bluetoothd's server counts the 2-byte handle against
     /// 512, answers 511–512-byte requests with `Invalid Length` and drops such commands without
     /// a word. A longer `writeValue` fails with `.valueTooLong` before anything is sent.
@@ -164,10 +170,11 @@ public final class Peripheral: Peer, @unchecked Sendable {
     @BleLoop var deviceProperties: PropertyMap? { cache?.properties(devicePath, BlueZ.device) }
     @BleLoop package var isLinkUp: Bool { currentState == .connected }
 
-    /// The ATT MTU: the last `MTU` BlueZ reported on one of this device's characteristics, or
-    /// 23 (the LE default) when none did or the value is impossible (below 23).
+    /// The ATT MTU of this link: the last `MTU` BlueZ reported on one of this device's
+    /// characteristics on it, or 23 (the LE default) when none did yet or the value is
+    /// impossible (below 23). Never an earlier link's: a reconnect may negotiate a smaller one.
     @BleLoop package var negotiatedMTU: UInt16 {
-        if knownMTU == nil, let cache {
+        if knownMTU == nil, !cachedMTUMayBeStale, isLinkUp, let cache {
             for path in cache.children(of: devicePath, with: BlueZ.gattCharacteristic) {
                 if let mtu = cache.properties(path, BlueZ.gattCharacteristic)?[BlueZ.GattCharacteristic1.mtu] {
                     noteMTU(mtu, from: path)
@@ -184,6 +191,30 @@ public final class Peripheral: Peer, @unchecked Sendable {
             return
         }
         knownMTU = mtu
+    }
+
+    /// Asks bluetoothd for this link's MTU. bluetoothd 5.66 announces a change of `MTU` only to
+    /// characteristic objects created on the link of the exchange, after them: objects kept
+    /// from an earlier link (its GATT cache) never hear the new link's exchange, and the
+    /// objects created at the first connection come after it. So the value is read once the
+    /// link is up; until the answer, `negotiatedMTU` is 23 (or what the link announced).
+    @BleLoop func refreshMTU() {
+        guard let cache, let path = cache.children(of: devicePath, with: BlueZ.gattCharacteristic).sorted().first else { return }
+        let link = linkGeneration
+        session.call(path, BlueZ.properties, "Get", [.string(BlueZ.gattCharacteristic), .string(BlueZ.GattCharacteristic1.mtu.name)]) {
+            [weak self] result in
+            guard let self, self.linkGeneration == link, self.isLinkUp else { return }
+            switch result {
+            case .success(let body):
+                guard let mtu = body.first.flatMap(BlueZ.GattCharacteristic1.mtu.decode(getReply:)) else {
+                    return BleLog.warning("\(path): MTU of an unexpected type (\(body)); keeping \(self.negotiatedMTU)")
+                }
+                self.noteMTU(mtu, from: path)
+            case .failure(let error):
+                // Older bluetoothd (before 5.62) has no `MTU`: 23 it is, as CoreBluetooth assumes.
+                BleLog.debug("\(path): no MTU (\(error)); assuming \(self.negotiatedMTU)")
+            }
+        }
     }
 
     /// The peer's GATT server is bluetoothd (vendor 0x1D6B, product 0x0246: BlueZ's own PnP ID).

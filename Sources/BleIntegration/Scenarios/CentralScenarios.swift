@@ -6,7 +6,7 @@ import Foundation
 /// The central role against the peer: adapter state, scanning with each filter, connecting,
 /// discovery, reads and writes, notifications, disconnecting and reconnecting.
 enum CentralScenarios {
-    static let all: [IntegrationScenario] = [adapterState, scanFilters, connectAndDiscover, readAndWrite, notify, disconnectAndReconnect]
+    static let all: [IntegrationScenario] = [adapterState, scanFilters, connectAndDiscover, readAndWrite, notify, disconnectAndReconnect, mtuPerLink]
 
     static let adapterState = IntegrationScenario(
         "central.adapterState", "The central's adapter: its properties, then powered off and on under a running CentralManager."
@@ -177,6 +177,81 @@ enum CentralScenarios {
         let data = try context.characteristic(peripheral, PeerProtocol.data)
         try context.expect(try await context.read(peripheral, data).get() == value, "the peer's value was not kept")
         try await context.disconnect(central, peripheral)
+    }
+
+    /// Issue 25 item 4: what bluetoothd says about `MTU` on each link and in between, and the
+    /// write-without-response limit BleKit takes from it. bluetoothd 5.66 drops `MTU` while
+    /// disconnected without a signal and announces no exchange to objects kept from an earlier
+    /// link (src/gatt-client.c), so BleKit reads it on each link. btvirt's links negotiate 517
+    /// both times: the smaller MTU after a reconnect is BleSim's test (GattTests).
+    static let mtuPerLink = IntegrationScenario(
+        "central.mtuPerLink", "MTU on a link, gone while disconnected, the next link's own; BleKit's write-without-response limit follows it."
+    ) { context in
+        let (_, central, peripheral) = try await context.connectedPeer()
+        let path = try await remoteCharacteristicPath(context, PeerProtocol.data)
+        var announcements = 0
+        let subscription = try await context.dbus().signals.subscribe(SignalMatch(
+            sender: BlueZ.busName, path: path, interface: FreedesktopDBus.Properties.interface,
+            member: FreedesktopDBus.Properties.propertiesChanged)) { message in
+            guard message.body.count >= 2, let changed = try? BlueZShapes.propertyMap(message.body[1]),
+                  changed[BlueZ.GattCharacteristic1.mtu.name] != nil else { return }
+            announcements += 1
+        }
+        defer { subscription.cancel() }
+        try await recordMTU(context, path, label: "link 1")
+        try await waitForWriteLimit(context, peripheral, label: "link 1")
+        try await context.disconnect(central, peripheral)
+        try await recordMTU(context, path, label: "disconnected")
+        context.step("disconnected: write without response limit \(peripheral.writeLimit(for: .withoutResponse))")
+        try context.expect(try await context.connect(central, peripheral, label: "reconnect") == nil, "reconnect failed")
+        try await context.resolve(peripheral)
+        try await recordMTU(context, path, label: "link 2")
+        try await waitForWriteLimit(context, peripheral, label: "link 2")
+        try await context.disconnect(central, peripheral)
+        context.step("MTU announcements after link 1's exchange: \(announcements)")
+    }
+
+    /// The central's object path of the peer's characteristic `uuid` (BleKit's is internal).
+    @BleLoop static func remoteCharacteristicPath(_ context: ScenarioContext, _ uuid: BluetoothUUID) async throws -> ObjectPath {
+        let reply = try await context.dbus().call(destination: BlueZ.busName, path: "/",
+                                                  interface: FreedesktopDBus.ObjectManager.interface,
+                                                  member: FreedesktopDBus.ObjectManager.getManagedObjects)
+        let objects = try BlueZShapes.managedObjects(reply.first ?? .string(""))
+        let adapter = try BlueZ.rootPath.appending(context.backend.centralAdapter).rawValue + "/"
+        let wanted = uuid.uuidString.lowercased()
+        guard let path = objects.keys.sorted(by: { $0.rawValue < $1.rawValue }).first(where: { path in
+            guard path.rawValue.hasPrefix(adapter), case .string(let text)? = objects[path]?[BlueZ.GattCharacteristic1.interface]?["UUID"] else { return false }
+            return text.lowercased() == wanted
+        }) else { throw ScenarioFailure("no remote characteristic \(uuid) under \(adapter)") }
+        return path
+    }
+
+    /// Records `MTU` as `Get` and `GetAll` answer it.
+    @BleLoop static func recordMTU(_ context: ScenarioContext, _ path: ObjectPath, label: String) async throws {
+        let connection = try await context.dbus()
+        do {
+            let reply = try await connection.call(destination: BlueZ.busName, path: path, interface: FreedesktopDBus.Properties.interface,
+                                                  member: FreedesktopDBus.Properties.get,
+                                                  arguments: [.string(BlueZ.GattCharacteristic1.interface), .string(BlueZ.GattCharacteristic1.mtu.name)])
+            context.step("\(label): MTU = \(reply.first.map(render) ?? "nothing")")
+        } catch {
+            context.step("\(label): MTU \(ScenarioContext.describe(error))")
+        }
+        let all = try await connection.call(destination: BlueZ.busName, path: path, interface: FreedesktopDBus.Properties.interface,
+                                            member: FreedesktopDBus.Properties.getAll, arguments: [.string(BlueZ.GattCharacteristic1.interface)])
+        let names = try BlueZShapes.propertyMap(all.first ?? .string(""))
+        context.step("\(label): GetAll has MTU \(names[BlueZ.GattCharacteristic1.mtu.name] != nil)")
+    }
+
+    /// Waits (bounded) until BleKit's write-without-response limit is this link's, and records it.
+    @BleLoop static func waitForWriteLimit(_ context: ScenarioContext, _ peripheral: Peripheral, label: String) async throws {
+        let end = ContinuousClock.now + context.eventDeadline
+        while peripheral.writeLimit(for: .withoutResponse) <= 20, ContinuousClock.now < end {
+            var timer: LoopTimer?
+            await withCheckedContinuation { continuation in timer = LoopTimer.scheduled(after: .milliseconds(20)) { continuation.resume() } }
+            timer?.cancel()
+        }
+        context.step("\(label): write without response limit \(peripheral.writeLimit(for: .withoutResponse))")
     }
 
     /// Removes the central's device object for the peer, so that the next scan reports it

@@ -32,7 +32,9 @@ final class RemoteCharacteristic {
     private var simulator: Simulator { device.adapter.simulator }
     private var objects: ObjectRegistry? { device.adapter.objects }
     private var canNotify: Bool { layout.has(BlueZ.GattFlag.notify) || layout.has(BlueZ.GattFlag.indicate) }
-    private var mtu: UInt16 { device.link?.mtu ?? 517 }
+    /// bluetoothd 5.66 has `MTU` only while it has a GATT client for the device, from the
+    /// ATT connection to its loss (src/gatt-client.c, `characteristic_mtu_exists`).
+    private var mtu: UInt16? { device.link?.mtu }
 
     func changed(_ names: [String]) {
         objects?.emitPropertiesChanged(path: path, interface: BlueZ.GattCharacteristic1.interface, names: names)
@@ -56,7 +58,7 @@ final class RemoteCharacteristic {
                 guard let self, self.layout.has(BlueZ.GattFlag.notify) else { return nil }
                 return .boolean(self.notifyAcquired != nil)
             },
-            ExportedProperty(BlueZ.GattCharacteristic1.mtu) { [weak self] in self.map { .uint16($0.mtu) } },
+            ExportedProperty(BlueZ.GattCharacteristic1.mtu) { [weak self] in self?.mtu.map { .uint16($0) } },
         ]
         properties.sort { RemoteCharacteristic.order($0.name) < RemoteCharacteristic.order($1.name) }
         let options = ArgumentDescription("options", .dictionary(key: .string, value: .variant))

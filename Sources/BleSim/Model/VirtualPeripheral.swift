@@ -111,7 +111,8 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
     /// Starts advertising again.
     public func startAdvertising() { spec.advertising = true }
 
-    /// Changes advertised data; the next report carries it.
+    /// Changes its spec: advertised data (the next report carries it) or the MTU (the next link
+    /// negotiates it).
     public func updateAdvertisement(_ change: (inout PeripheralSpec) -> Void) {
         let address = spec.address
         change(&spec)
@@ -149,6 +150,13 @@ public final class VirtualPeripheral: AirPeripheral, SimGattServer {
 
     /// The number of centrals connected now.
     public var connectedCentrals: Int { links.count }
+
+    /// The number of connected centrals that have notifications (or indications) of the first
+    /// characteristic with `uuid` enabled now (its CCCD written on, on their link).
+    public func subscribers(of uuid: String) -> Int {
+        guard let characteristic = layout.characteristic(uuid: uuid) else { return 0 }
+        return links.filter { $0.subscriptions.contains(characteristic.valueHandle) }.count
+    }
 
     /// Makes `servicesAfterReconnect` (if any) the database from the next connection on.
     func applyReconnectServices() {
