@@ -23,12 +23,16 @@ struct GatewayBrokerOutageTests {
         // stderr joined to stdout, so the warning's arrival can be awaited with a deadline.
         let child = try ChildProcess(arguments: ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", blekit, "gateway", "--broker", "127.0.0.1:\(port)",
                                                  "--name", "nobroker", "--timeout", "7", "--bus", fixture.bus.address])
-        var early: [String] = []
         let deadline = started.addingTimeInterval(5)
-        while let line = child.readLine(before: deadline) {
-            early.append(line)
-            if line.contains("cannot reach the MQTT broker") { break }
-        }
+        // Read off the loop: this process's BleSim, which the gateway asks first, runs on it.
+        let early: [String] = await Task.detached {
+            var lines: [String] = []
+            while let line = child.readLine(before: deadline) {
+                lines.append(line)
+                if line.contains("cannot reach the MQTT broker") { break }
+            }
+            return lines
+        }.value
         let warning = try #require(early.last(where: { $0.contains("cannot reach the MQTT broker") }),
                                    "no warning within 5 s: \(early)")
         #expect(warning.contains("127.0.0.1:\(port)"), "\(warning)")

@@ -85,9 +85,10 @@ import Testing
         let info = try await room.blekit(["info", identifier.uuidString.lowercased()], environment: environment)
         #expect(info.status == 0 && info.output.contains("Identifier: \(identifier.uuidString)"), "\(info.transcript)")
 
-        // A blekit that never heard the advertised name cannot know it: it says so, with status 6.
-        let forgotten = try await room.blekit(["read", "MyDevice", "2a19", "--timeout", "1"], environment: CLIRun.freshEnvironment())
-        #expect(forgotten.status == 6 && forgotten.errors.contains("MyDevice was not found within 1 s"), "\(forgotten.transcript)")
+        // bluetoothd 5.66 takes a complete advertised name back at the next advertisement, so a
+        // blekit that remembers nothing finds the device by it too once it hears it.
+        let fresh = try await room.blekit(["read", "MyDevice", "2a19"], environment: CLIRun.freshEnvironment())
+        #expect(fresh.status == 0 && fresh.output.contains("5a"), "\(fresh.transcript)")
         let unknown = try await room.blekit(["read", "Nobody", "2a19", "--timeout", "1"], environment: environment)
         #expect(unknown.status == 6 && unknown.errors.contains("blekit read: Nobody was not found within 1 s"), "\(unknown.transcript)")
     }

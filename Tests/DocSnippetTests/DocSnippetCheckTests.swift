@@ -10,7 +10,8 @@ import Testing
         .deletingLastPathComponent()
 
     /// Runs the check on one fixture against the modules this test binary was built with.
-    static func check(_ fixture: String) throws -> (status: Int32?, output: String) {
+    /// Off the test pool's threads: the compilers take seconds, and the pool has a thread a core.
+    static func check(_ fixture: String) async throws -> (status: Int32?, output: String) {
         let me = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("doc-snippets-\(UUID().uuidString).txt")
         defer { try? FileManager.default.removeItem(at: errors) }
@@ -18,27 +19,29 @@ import Testing
                                                  "--bin-path", me.deletingLastPathComponent().path,
                                                  root.appendingPathComponent("Tests/DocSnippetTests/Fixtures/\(fixture)").path],
                                      standardErrorPath: errors.path)
-        let (status, output) = child.runToCompletion(timeout: 120)
+        let (status, output) = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: 120)) }
+        }
         return (status, output + ((try? String(contentsOf: errors, encoding: .utf8)) ?? ""))
     }
 
-    @Test func goodBlocksPassInTheirModesWithTheirPreludes() throws {
-        let (status, output) = try Self.check("good.md")
+    @Test func goodBlocksPassInTheirModesWithTheirPreludes() async throws {
+        let (status, output) = try await Self.check("good.md")
         #expect(status == 0, "\(output)")
         #expect(output.contains("ok: 2 Swift block(s) in 1 file(s) compiled (2 compilations), 1 skipped on purpose, 1 shell block(s) checked"), "\(output)")
         #expect(output.contains("good.md:34: not compiled on purpose: shows the error the compiler gives"), "\(output)")
     }
 
-    @Test func aSnippetThatDoesNotCompileFailsAtItsLine() throws {
-        let (status, output) = try Self.check("broken.md")
+    @Test func aSnippetThatDoesNotCompileFailsAtItsLine() async throws {
+        let (status, output) = try await Self.check("broken.md")
         #expect(status == 1, "\(output)")
         #expect(output.contains("broken.md:5: ```swift block does not compile (swift 6 mode)"), "\(output)")
         #expect(output.contains("broken.md:10:27: error: call can throw but is not marked with 'try'"), "\(output)")
         #expect(output.contains("FAILED: 1 block(s) do not compile"), "\(output)")
     }
 
-    @Test func swift6IsTheDefaultMode() throws {
-        let (status, output) = try Self.check("swift6.md")
+    @Test func swift6IsTheDefaultMode() async throws {
+        let (status, output) = try await Self.check("swift6.md")
         #expect(status == 1, "\(output)")
         #expect(output.contains("swift6.md:9:32: error: main actor-isolated var 'counter' can not be mutated"), "\(output)")
         // mode=5+6: compiled twice, refused by Swift 6 only.
@@ -48,15 +51,15 @@ import Testing
         #expect(!output.contains("(swift 5 mode)"), "\(output)")
     }
 
-    @Test func aManifestIsCheckedAgainstPackageDescription() throws {
-        let (status, output) = try Self.check("manifest.md")
+    @Test func aManifestIsCheckedAgainstPackageDescription() async throws {
+        let (status, output) = try await Self.check("manifest.md")
         #expect(status == 1, "\(output)")
         #expect(output.contains("manifest.md:20:67: error: type 'Target.Dependency' has no member 'produkt'"), "\(output)")
         #expect(output.contains("FAILED: 1 block(s) do not compile"), "\(output)")
     }
 
-    @Test func aWarningFails() throws {
-        let (status, output) = try Self.check("warning.md")
+    @Test func aWarningFails() async throws {
+        let (status, output) = try await Self.check("warning.md")
         #expect(status == 1, "\(output)")
         #expect(output.contains("warning.md:5:9: error: variable 'total' was never mutated"), "\(output)")
     }
@@ -64,8 +67,8 @@ import Testing
     /// The old `didAdd service: MutableService` compiles (the protocol's default is the witness)
     /// and is never called; the compiler warns only in the extension form, scripts/check-ios-port
     /// names all three, at the document's lines.
-    @Test func aDelegateMethodBleKitNeverCallsFails() throws {
-        let (status, output) = try Self.check("nearmiss.md")
+    @Test func aDelegateMethodBleKitNeverCallsFails() async throws {
+        let (status, output) = try await Self.check("nearmiss.md")
         #expect(status == 1, "\(output)")
         for expected in ["nearmiss.md:10: peripheralManager(_:didAdd:error:) has parameter types (CBPeripheralManager, CBMutableService, Error?) that differ from Apple's, so it compiles as an unrelated method and is never called",
                          "nearmiss.md:23: peripheralManager(_:central:didSubscribeTo:) has parameter types (CBPeripheralManager, CBCentral, CBMutableCharacteristic)",
@@ -77,8 +80,8 @@ import Testing
         #expect(!output.contains("nearmiss.md:36:"), "CBCharacteristic is Apple's type: that one is called\n\(output)")
     }
 
-    @Test func markersAndShellBlocksAreChecked() throws {
-        let (status, output) = try Self.check("problems.md")
+    @Test func markersAndShellBlocksAreChecked() async throws {
+        let (status, output) = try await Self.check("problems.md")
         #expect(status == 1, "\(output)")
         for expected in ["problems.md:3: code block without a language",
                          "problems.md:8: `snippet: skip` needs a reason",

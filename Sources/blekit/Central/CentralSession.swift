@@ -114,11 +114,17 @@ final class CentralSession {
         }
     }
 
-    /// Keeps what a discovery event tells, for commands that look a device up by name.
+    /// Keeps what a discovery or connection event tells, for commands that look a device up by name.
     func record(_ event: CentralEvent) {
         if case .discovered(let peripheral, let advertisement, let rssi) = event {
             known[peripheral.address] = (peripheral, advertisement, rssi)
             if let name = advertisement.localName, let adapterAddress { names.remember(name, address: peripheral.address, adapter: adapterAddress) }
+            // BlueZ's own name for it: after a connection the GAP Device Name, until bluetoothd
+            // takes a complete advertised name back at the next advertisement.
+            if let name = peripheral.name, let adapterAddress { names.remember(name, address: peripheral.address, adapter: adapterAddress) }
+        }
+        if case .connected(let peripheral) = event, let name = peripheral.name, let adapterAddress {
+            names.remember(name, address: peripheral.address, adapter: adapterAddress)
         }
     }
 
