@@ -81,6 +81,12 @@ final class NotifySubscription {
         if !isEnded { state = .started }
     }
 
+    /// Dropped without `end()` (its owner forgot it): the socket closes with it instead of
+    /// staying open, unseen, with bluetoothd still notifying into it.
+    isolated deinit {
+        releaseSocket()
+    }
+
     /// Ends it; closes the socket (which releases AcquireNotify in bluetoothd).
     func end() {
         releaseSocket()
