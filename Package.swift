@@ -53,7 +53,9 @@ let package = Package(
         // A Logger in swift-log's shape (levels, metadata, pluggable handler); BLEKIT_LOG sets its level.
         .target(name: "BleLogging"),
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim", "BlueZVocabulary"]),
-        .executableTarget(name: "blekit", dependencies: ["BleDBus", "BleSim", "BleTestSupport", "BleDSL", "BleCore", "BleAssignedNumbers", "DataLoggerExample", "BleGateway"]),
+        // blekit's command-line parser, a library so that the fuzz driver can reach it.
+        .target(name: "BlekitCLI", dependencies: ["BleCore"]),
+        .executableTarget(name: "blekit", dependencies: ["BlekitCLI", "BleDBus", "BleSim", "BleTestSupport", "BleDSL", "BleCore", "BleAssignedNumbers", "DataLoggerExample", "BleGateway"]),
         // Written like an FXBlueTooth app: Swift 5 language mode, no concurrency annotations.
         .target(name: "DataLoggerExample", dependencies: ["BleDSL"], path: "Examples/DataLogger",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
@@ -92,12 +94,12 @@ let package = Package(
         .testTarget(name: "HotPathTests", dependencies: ["BleDBus"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
-        .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleDBus"], exclude: ["Parity"]),
+        .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleCore", "BleDBus", "BleTestSupport"], exclude: ["Parity"]),
         .testTarget(name: "BlueZVocabularyTests", dependencies: ["BlueZVocabulary", "BleDBus"]),
         .testTarget(name: "DataLoggerExampleTests", dependencies: ["DataLoggerExample", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleAssignedNumbersTests", dependencies: ["BleAssignedNumbers"]),
         .testTarget(name: "BleLoggingTests", dependencies: ["BleLogging", "BleCore"]),
-        .testTarget(name: "BlekitCLITests", dependencies: ["BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "BlekitCLITests", dependencies: ["BleSim", "BleTestSupport", "BleDBus", "BlekitCLI"]),
         // FXBlueTooth's README example, unchanged but for its imports, in Swift 5 mode as iOS apps
         // are. Its one warning (an unused `[weak self]` in the README's startScan) is the README's
         // own and stays, so warnings are suppressed for this target only.
@@ -130,7 +132,7 @@ let package = Package(
         // Issue 16: the fault matrix, hostile peers, bad input and the fuzzers' regression inputs.
         .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleSim", "BleTestSupport", "BleDBus", "BleFuzzTargets"]),
         // The parsers libFuzzer drives (make fuzz); the driver replays inputs when built without -DBLEKIT_FUZZING.
-        .target(name: "BleFuzzTargets", dependencies: ["BleCore", "BleDBus", "BleDSL", "BleSim"], path: "Fuzz/Targets"),
+        .target(name: "BleFuzzTargets", dependencies: ["BleCore", "BleDBus", "BleDSL", "BleSim", "BleGateway", "BlekitCLI"], path: "Fuzz/Targets"),
         .executableTarget(name: "blekit-fuzz", dependencies: ["BleFuzzTargets"], path: "Fuzz/Driver"),
     ],
     swiftLanguageModes: [.v6]

@@ -27,6 +27,14 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// WriteValue, AcquireWrite, AcquireNotify) as the exported objects check it before the
     /// app sees it: the first byte says what the attribute allows, the rest is the message.
     case peripheralCall = "peripheral-call"
+    /// An MQTT command payload to the gateway: its config keys, then a GATT request.
+    case gatewayCommand = "gateway-command"
+    /// The gateway's `--commands` file (operation commands), then a response parsed by each.
+    case operationCommands = "operation-commands"
+    /// A scenario file through the validating loader, then the simulator built from it.
+    case scenarioModel = "scenario-model"
+    /// blekit's command line (arguments split at NUL).
+    case commandLine = "command-line"
 
     /// Runs one input; a broken invariant traps, which libFuzzer reports as a crash.
     public func run(_ data: Data) {
@@ -38,6 +46,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .uuid: Self.uuid(data)
         case .peripheralRequest: Self.peripheralRequest(data)
         case .peripheralCall: Self.peripheralCall(data)
+        case .gatewayCommand: Self.gatewayCommand(data)
+        case .operationCommands: Self.operationCommands(data)
+        case .scenarioModel: Self.scenarioModel(data)
+        case .commandLine: Self.commandLine(data)
         }
     }
 
@@ -175,6 +187,10 @@ extension FuzzTarget {
             return [Data(#"{"adapters": [{"name": "hci0", "address": "00:AA:01:00:00:00"}], "temporaryTimeout": 30, "peripherals": [{"address": "C0:FF:EE:00:00:01", "name": "x", "rssi": -50, "mtu": 185, "manufacturerData": {"76": "0102"}, "services": [{"uuid": "180d", "characteristics": [{"uuid": "2a37", "flags": ["read", "notify"], "value": "00"}]}], "rules": [{"on": {"write": "2a37", "prefix": "01"}, "then": [{"notify": "2a37", "value": "02"}]}]}], "faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "abortByLocal", "times": 1}, {"notifications": "C0:FF:EE:00:00:01", "dropEvery": 2}]}"#.utf8)]
         case .peripheralRequest: return Self.requestSeeds
         case .peripheralCall: return Self.callSeeds
+        case .gatewayCommand: return Self.gatewayCommandSeeds
+        case .operationCommands: return Self.operationCommandSeeds
+        case .scenarioModel: return FuzzTarget.scenario.seeds + Self.scenarioFiles
+        case .commandLine: return Self.commandLineSeeds
         case .uuid: return ["180d", "0000180d-0000-1000-8000-00805f9b34fb", "0x2A37", "12345678", "6e400001-b5a3-f393-e0a9-e50e24dcca9e"].map { Data($0.utf8) }
         }
     }

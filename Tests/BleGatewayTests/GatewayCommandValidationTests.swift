@@ -60,6 +60,8 @@ struct GatewayCommandValidationTests {
             (#"{"commands":[\#(good.replacingOccurrences(of: "\"a501\"", with: "\"a5z1\""))]}"#, "commands[0].command"),
             (#"{"commands":[\#(good),\#(good)]}"#, "commands[1].name"),
             (#"{"commands":[\#(good.replacingOccurrences(of: "\"responseLength\":3", with: "\"responseLength\":1e300"))]}"#, "commands[0].responseLength"),
+            // make fuzz (operation-commands): a scale of 0 trapped at the first response.
+            (#"{"commands":[\#(good.replacingOccurrences(of: "\"size\":1}", with: "\"size\":1,\"scale\":0.0}"))]}"#, "commands[0].fields[0].scale"),
         ]
         for (text, path) in cases {
             let file = try Self.temporaryFile(text)
@@ -78,6 +80,15 @@ struct GatewayCommandValidationTests {
         #expect(try OperationCommandSpec.load(path: file) == [OperationCommandSpec(name: "status", service: "fff0", write: "fff1", notify: "fff2",
                                                                                    command: "a501", responseLength: 3, retries: 1,
                                                                                    fields: [.init(key: "batt", offset: 1, size: 1)])])
+        // A spec made in code is not checked before `parse`: a scale of 0, NaN or one too small
+        // for a power of ten scales the value without rounding it, and never traps.
+        for scale in [0.0, -0.0, .nan, .infinity, 1e-320, 1e-300] {
+            let unchecked = OperationCommandSpec(name: "s", service: "fff0", write: "fff1", notify: "fff2", command: "a5", responseLength: 2,
+                                                 fields: [.init(key: "v", offset: 0, size: 2, scale: scale)])
+            let fields = unchecked.parse(Data([0x10, 0x00]))
+            #expect(fields.count == 1 && fields[0].0 == "v", "scale \(scale): \(fields)")
+            if case .number(let value) = fields[0].1, scale.isFinite { #expect(value == 16 * scale, "scale \(scale): \(value)") }
+        }
         // A spec made in code is checked when the gateway is made.
         var bad = Lamp.status
         bad.retries = .max

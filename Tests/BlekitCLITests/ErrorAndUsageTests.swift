@@ -31,6 +31,17 @@ import Testing
         #expect(timeout.status == 2 && timeout.errors.contains("--timeout wants a number of seconds"), "\(timeout.transcript)")
     }
 
+    /// Issue 25: seconds become a `Duration` (and an `Int` in messages), which trap past about
+    /// 1e20 s; `pair --timeout 1e300` crashed. The bus is unreachable, so a number let through
+    /// would end with status 3 instead.
+    @Test func aTimeoutPastThirtyYearsIsAUsageError() async throws {
+        for command in [["scan"], ["pair", "C0:FF:EE:00:00:01"], ["info", "C0:FF:EE:00:00:01"]] {
+            let run = try await CLIRun.run(command + ["--timeout", "1e300", "--bus", "unix:path=/nonexistent/blekit-test.sock"])
+            #expect(run.status == 2 && run.errors.contains("--timeout wants a number of seconds from 0 to 1000000000 (about 31 years), not '1e300'"),
+                    "\(run.transcript)")
+        }
+    }
+
     @Test func noBusAndNoBluetoothdSayWhatToDo() async throws {
         let noBus = try await CLIRun.run(["scan", "--bus", "unix:path=/nonexistent/blekit-test.sock"])
         #expect(noBus.status == 3 && noBus.errors.contains("blekit scan: Cannot reach the D-Bus system bus"), "\(noBus.transcript)")

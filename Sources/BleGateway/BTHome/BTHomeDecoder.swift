@@ -133,9 +133,15 @@ public enum BTHomeDecoder {
     }
 
     /// Removes binary noise (23.93 not 23.930000000000003) at the factor's precision.
+    /// A factor with no precision to round at (0, NaN, ∞: an operation command's `"scale": 0`
+    /// once made `-log10` infinite, and `Int` of it trapped) leaves the value as it is, and so
+    /// does one too small for a finite power of ten (below 1e-308).
     static func rounded(_ value: Double, factor: Double) -> Double {
+        guard factor.isFinite, factor > 0 else { return value }
+        // At most 324 (the smallest subnormal's -log10, rounded up): a whole number that fits.
         let digits = max(0, Int((-log10(factor)).rounded(.up)))
         let scale = pow(10, Double(digits))
+        guard scale.isFinite, (value * scale).isFinite else { return value }
         return (value * scale).rounded() / scale
     }
 }

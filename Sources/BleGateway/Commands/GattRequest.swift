@@ -125,7 +125,7 @@ public struct GattRequest: Sendable {
     }
 
     /// Renders a read value as `value_type` says.
-    func render(_ data: Data) -> JSONValue {
+    package func render(_ data: Data) -> JSONValue {
         switch valueType {
         case .string: return .string(String(decoding: data, as: UTF8.self))
         case .hex: return .string(data.lowercaseHex)

@@ -121,8 +121,8 @@ public struct OperationCommandSpec: Sendable, Codable, Equatable {
                 guard field.offset >= 0, field.offset <= responseLength - field.size else {
                     throw .invalidField(path: "\(prefix).offset", reason: "\(field.offset) puts the field past the \(responseLength)-byte response")
                 }
-                if let scale = field.scale, !scale.isFinite {
-                    throw .invalidField(path: "\(prefix).scale", reason: "must be a finite number")
+                if let scale = field.scale, !scale.isFinite || scale == 0 {
+                    throw .invalidField(path: "\(prefix).scale", reason: "must be a finite number other than 0 (it multiplies every value)")
                 }
             }
         }

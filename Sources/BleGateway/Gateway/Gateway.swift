@@ -285,7 +285,7 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
         }
         guard let command = JSONValue.parse(message.payload) else { return refuse(.invalidJSON, on: message.topic, command: nil, forFleet: forFleet) }
         guard case .object = command else { return refuse(.notAnObject(path: ""), on: message.topic, command: nil, forFleet: forFleet) }
-        if !forFleet, applyConfiguration(command) { publishSettings() }
+        if !forFleet, configuration.apply(configCommand: command) { publishSettings() }
         switch GattRequest.parse(command, operations: configuration.operationCommands) {
         case nil:
             break
@@ -305,38 +305,6 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
             queue.append(request)
             runNext()
         }
-    }
-
-    /// OpenMQTTGateway's `MQTTtoBT/config` keys: `white-list`, `black-list`, `minrssi`,
-    /// `interval` (publish interval per device, ms), `activescan`, `onlysensors`, `pubadvdata`
-    /// (raw frames to `…/undecoded`), `hasspresence`/`discovery` (Home Assistant discovery).
-    private func applyConfiguration(_ command: JSONValue) -> Bool {
-        let keys = ["white-list", "black-list", "minrssi", "interval", "onlysensors", "pubadvdata", "discovery", "hasspresence", "activescan"]
-        guard keys.contains(where: { command[$0] != nil }) else { return false }
-        if case .array(let items)? = command["white-list"] {
-            configuration.whiteList = Set(items.compactMap { $0.stringValue?.uppercased() })
-        }
-        if case .array(let items)? = command["black-list"] {
-            configuration.blackList = Set(items.compactMap { $0.stringValue?.uppercased() })
-        }
-        if let value = command["minrssi"]?.intValue {
-            // OpenMQTTGateway stores the magnitude; both -80 and 80 mean "at least -80 dBm".
-            // Clamped first: abs(Int.min) would trap, and no radio reports beyond ±200 dBm.
-            configuration.minimumRSSI = -abs(min(200, max(-200, value)))
-        }
-        if let value = command["interval"]?.intValue, value >= 0 {
-            configuration.publishInterval = .milliseconds(min(value, 86_400_000))
-        }
-        if let value = command["onlysensors"]?.boolValue { configuration.onlySensors = value }
-        if let value = command["pubadvdata"]?.boolValue { configuration.publishUndecoded = value }
-        if let value = command["discovery"]?.boolValue ?? command["hasspresence"]?.boolValue {
-            configuration.homeAssistantDiscovery = value
-        }
-        if let value = command["activescan"]?.boolValue {
-            configuration.activeScan = value
-            if !value { GatewayLog.warning("passive scanning needs BlueZ's AdvertisementMonitor API; scanning stays active") }
-        }
-        return true
     }
 
     /// The settings now in force, on `home/<gateway>/BTtoMQTT/config`, after each config command:

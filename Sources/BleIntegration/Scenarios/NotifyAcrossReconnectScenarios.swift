@@ -247,7 +247,7 @@ final class ServiceAddedWait {
             sender: "org.bluez", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")) { [weak self] message in
             guard let self, message.body.count >= 2, let interfaces = try? BlueZShapes.interfaceMap(message.body[1]),
                   case .string(let text)? = interfaces["org.bluez.GattService1"]?["UUID"],
-                  BluetoothUUID(string: text) == self.uuid else { return }
+                  BluetoothUUID(text) == self.uuid else { return }
             self.finish(true)
         }
     }

@@ -2,9 +2,9 @@ import BleCore
 import Foundation
 
 /// The options every subcommand accepts: which adapter and bus, and the output form.
-struct GlobalOptions: Sendable {
+package struct GlobalOptions: Sendable {
     /// The global option specs, listed in every `--help`.
-    static let specs: [OptionSpec] = [
+    package static let specs: [OptionSpec] = [
         .value("--adapter", "NAME", "the adapter by name (hci1) or address; default: the first powered one"),
         .value("--bus", "BUS", "system (default), session, or a D-Bus address such as unix:path=/tmp/bus"),
         .flag("--json", "print data as JSON, one object per line"),
@@ -13,14 +13,14 @@ struct GlobalOptions: Sendable {
     ]
 
     /// `--adapter`.
-    var adapter: String?
+    package var adapter: String?
     /// `--bus`, resolved.
-    var bus: BleBus = .system
+    package var bus: BleBus = .system
     /// `--json`.
-    var json = false
+    package var json = false
 
     /// Reads the global options out of `arguments`.
-    init(_ arguments: ParsedArguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParsedArguments.UsageError) {
+    package init(_ arguments: ParsedArguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParsedArguments.UsageError) {
         adapter = arguments.value("--adapter")
         json = arguments.has("--json")
         switch arguments.value("--bus") {
@@ -40,7 +40,7 @@ struct GlobalOptions: Sendable {
     }
 
     /// The options of a `CentralManager` that talks to the chosen bus and adapter.
-    var centralOptions: CentralManagerOptions {
+    package var centralOptions: CentralManagerOptions {
         CentralManagerOptions(bus: bus, adapter: adapter)
     }
 }

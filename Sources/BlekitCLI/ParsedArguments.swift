@@ -1,19 +1,23 @@
 /// A command line split into options and positional arguments, checked against the specs.
-struct ParsedArguments: Sendable {
+package struct ParsedArguments: Sendable {
     /// Why a command line was refused.
-    struct UsageError: Error, CustomStringConvertible {
-        let description: String
+    package struct UsageError: Error, CustomStringConvertible {
+        /// What is wrong and what to give instead.
+        package let description: String
+
+        /// A refusal saying `description`.
+        package init(description: String) { self.description = description }
     }
 
     /// The positional arguments, in order.
-    private(set) var positionals: [String] = []
+    package private(set) var positionals: [String] = []
     /// Options by their main spelling: the value, or "" for a flag.
-    private(set) var values: [String: String] = [:]
+    package private(set) var values: [String: String] = [:]
     /// Options given more than once, in order (`--filter a --filter b`).
-    private(set) var repeated: [String: [String]] = [:]
+    package private(set) var repeated: [String: [String]] = [:]
 
     /// Parses `arguments` against `specs`; `--` ends the options.
-    init(_ arguments: [String], specs: [OptionSpec]) throws(UsageError) {
+    package init(_ arguments: [String], specs: [OptionSpec]) throws(UsageError) {
         var index = 0
         var optionsEnded = false
         while index < arguments.count {
@@ -56,25 +60,31 @@ struct ParsedArguments: Sendable {
     }
 
     /// True when the flag was given.
-    func has(_ name: String) -> Bool { values[name] != nil }
+    package func has(_ name: String) -> Bool { values[name] != nil }
 
     /// The option's value, when given.
-    func value(_ name: String) -> String? { values[name] }
+    package func value(_ name: String) -> String? { values[name] }
 
     /// Every value of an option given several times.
-    func all(_ name: String) -> [String] { repeated[name] ?? [] }
+    package func all(_ name: String) -> [String] { repeated[name] ?? [] }
 
-    /// The option as a number of seconds.
-    func seconds(_ name: String, default fallback: Double) throws(UsageError) -> Double {
+    /// The longest number of seconds an option takes: about 31 years.
+    ///
+    /// The commands turn seconds into `Duration` (`.seconds(timeout * 3)`), which converts to
+    /// whole attoseconds and traps past about 1.7e20 s: `blekit pair --timeout 1e300` crashed.
+    package static let maximumSeconds: Double = 1e9
+
+    /// The option as a number of seconds, 0 to `maximumSeconds`.
+    package func seconds(_ name: String, default fallback: Double) throws(UsageError) -> Double {
         guard let text = values[name] else { return fallback }
-        guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
-            throw UsageError(description: "\(name) wants a number of seconds, not '\(text)'")
+        guard let seconds = Double(text), seconds >= 0, seconds <= Self.maximumSeconds else {
+            throw UsageError(description: "\(name) wants a number of seconds from 0 to 1000000000 (about 31 years), not '\(text)'")
         }
         return seconds
     }
 
     /// The option as an integer.
-    func integer(_ name: String) throws(UsageError) -> Int? {
+    package func integer(_ name: String) throws(UsageError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let number = Int(text) else { throw UsageError(description: "\(name) wants a whole number, not '\(text)'") }
         return number
