@@ -19,6 +19,8 @@ public enum FreedesktopDBus {
         public static let getNameOwner = "GetNameOwner"
         /// Signal: a name changed owner (appeared, left or moved).
         public static let nameOwnerChanged = "NameOwnerChanged"
+        /// Signal to one connection: it became the primary owner of a name it queued for.
+        public static let nameAcquired = "NameAcquired"
     }
 
     /// `org.freedesktop.DBus.Properties`.

@@ -146,6 +146,13 @@ public final class Simulator {
 
     /// Connects to `bus`, claims `org.bluez` and exports the daemon's objects.
     public func start(on bus: BusAddress) async throws(StartError) {
+        try await start(on: bus, afterOwnRelease: false)
+    }
+
+    /// `afterOwnRelease`: this simulator has just closed the connection that owned the name,
+    /// and dbus-daemon may not have processed that hang-up yet (a loaded machine): queue for the
+    /// name and wait until it is ours, instead of failing as if another daemon held it.
+    private func start(on bus: BusAddress, afterOwnRelease: Bool) async throws(StartError) {
         guard !isRunning else { return }
         let connection: Connection
         do {
@@ -158,11 +165,24 @@ public final class Simulator {
         // tree, as from bluetoothd, never an UnknownMethod.
         connection.objects.addObjectManager(at: .root)
         do {
-            // DO_NOT_QUEUE: fail instead of waiting behind a real bluetoothd.
+            let acquired = NameAcquisition()
+            let watch = try connection.signals.subscribe(SignalMatch(sender: FreedesktopDBus.busName, interface: FreedesktopDBus.interface,
+                                                                     member: FreedesktopDBus.Method.nameAcquired)) { message in
+                if case .string(BlueZ.busName)? = message.body.first { acquired.arrived() }
+            }
+            defer { watch.cancel() }
+            // DO_NOT_QUEUE (4): fail instead of waiting behind a real bluetoothd; after our own
+            // release, queue (0) behind the connection we just closed.
             let reply = try await connection.call(destination: FreedesktopDBus.busName, path: FreedesktopDBus.path,
                                                   interface: FreedesktopDBus.interface, member: FreedesktopDBus.Method.requestName,
-                                                  arguments: [.string(BlueZ.busName), .uint32(4)])
-            guard reply.first == .uint32(1) else {
+                                                  arguments: [.string(BlueZ.busName), .uint32(afterOwnRelease ? 0 : 4)])
+            let primary = reply.first == .uint32(1)
+            let queued = afterOwnRelease && reply.first == .uint32(2)
+            guard primary || queued else {
+                connection.close()
+                throw StartError.nameTaken
+            }
+            if queued, !(await acquired.wait(upTo: .seconds(10))) {
                 connection.close()
                 throw StartError.nameTaken
             }
@@ -222,8 +242,9 @@ public final class Simulator {
 
     /// Stops and starts again on the same bus, as `systemctl restart bluetooth` would.
     public func restart(_ mode: StopMode = .clean, on bus: BusAddress) async throws(StartError) {
+        let owned = isRunning
         stop(mode)
-        try await start(on: bus)
+        try await start(on: bus, afterOwnRelease: owned)
     }
 
     private func connectionDropped() {
@@ -366,5 +387,34 @@ public final class Simulator {
                 },
             ]),
         ])
+    }
+}
+
+/// Waits, with a deadline, for dbus-daemon's `NameAcquired` after a queued `RequestName`.
+@BleLoop
+private final class NameAcquisition {
+    private var done = false
+    private var continuation: CheckedContinuation<Bool, Never>?
+    private var timer: LoopTimer?
+
+    func arrived() {
+        done = true
+        finish(true)
+    }
+
+    /// True once the name is ours; false when `limit` passed first.
+    func wait(upTo limit: Duration) async -> Bool {
+        if done { return true }
+        return await withCheckedContinuation { continuation in
+            self.continuation = continuation
+            timer = LoopTimer.scheduled(after: limit) { [weak self] in self?.finish(false) }
+        }
+    }
+
+    private func finish(_ acquired: Bool) {
+        timer?.cancel()
+        timer = nil
+        continuation?.resume(returning: acquired)
+        continuation = nil
     }
 }
