@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(name: "DataLoggerExampleTests", dependencies: ["DataLoggerExample", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleAssignedNumbersTests", dependencies: ["BleAssignedNumbers"]),
         .testTarget(name: "BleLoggingTests", dependencies: ["BleLogging", "BleCore"]),
-        .testTarget(name: "BlekitCLITests", dependencies: ["BleSim", "BleTestSupport", "BleDBus", "BlekitCLI"]),
+        .testTarget(name: "BlekitCLITests", dependencies: ["BleSim", "BleTestSupport", "BleDBus"]),
         // FXBlueTooth's README example, unchanged but for its imports, in Swift 5 mode as iOS apps
         // are. Its one warning (an unused `[weak self]` in the README's startScan) is the README's
         // own and stays, so warnings are suppressed for this target only.
