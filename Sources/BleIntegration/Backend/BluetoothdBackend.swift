@@ -51,7 +51,7 @@ public final class BluetoothdBackend: IntegrationBackend {
         let reply = try? await connection.call(destination: FreedesktopDBus.busName, path: FreedesktopDBus.path, interface: FreedesktopDBus.interface,
                                                member: "NameHasOwner", arguments: [.string(BlueZ.busName)])
         if case .boolean(true)? = reply?.first { return nil }
-        var text = "bluetoothd exited during this scenario (org.bluez has no owner; see the end of its part of bluetoothd.log)"
+        var text = "bluetoothd exited during this scenario or the clean-up of the one before (org.bluez has no owner; the end of that part of bluetoothd.log shows what it did last)"
         guard let controlScript else { return text }
         do {
             let result = try await Self.run([controlScript, "start"], timeout: 40)
