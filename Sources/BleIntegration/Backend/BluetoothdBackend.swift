@@ -40,9 +40,10 @@ public final class BluetoothdBackend: IntegrationBackend {
         }
     }
 
-    /// Whether `org.bluez` still has an owner. bluetoothd 5.66 has been seen to exit without a
-    /// word in its log while an application went away (last line `ccc_write_cb() External CCC
-    /// write received with value: 0x0000`, after `Local GATT service removed`); every later
+    /// Whether `org.bluez` still has an owner. bluetoothd 5.66 segfaults (stage 2's console:
+    /// "Segmentation fault ... bluetoothd") while a GATT application with a subscribed
+    /// characteristic goes away: its log ends at `Local GATT service removed`, then
+    /// `ccc_write_cb() External CCC write received with value: 0x0000` (twice); every later
     /// scenario then failed with D-Bus's activation error. Now the scenario during which it
     /// died fails saying so, and the daemon is started again for the next one.
     public func daemonGone() async -> String? {
