@@ -186,6 +186,9 @@ extension CentralManager {
         if let existing = peripheralsByAddress[address] {
             existing.attach(path: path)
             session.route(path, to: existing)
+            // A device removed (RemoveDevice, expiry) and heard again comes back as a new
+            // object whose InterfacesAdded already carries the report: no change follows it.
+            if scan != nil { considerDiscovery(path) }
             return existing
         }
         let peripheral = Peripheral(session: session, path: path, address: address,

@@ -1,6 +1,7 @@
 import BleCore
 import BleDBus
 import BleTestSupport
+import BlueZVocabulary
 import Foundation
 
 /// The real bluetoothd on the system bus, as `scripts/bluez-vm/run` starts it in the guest:
@@ -37,6 +38,29 @@ public final class BluetoothdBackend: IntegrationBackend {
         guard result.status == 0 else {
             throw BackendError.restartFailed("\(controlScript) restart exited with \(result.status.map(String.init) ?? "a timeout"): \(result.output)")
         }
+    }
+
+    /// Whether `org.bluez` still has an owner. bluetoothd 5.66 segfaults (stage 2's console:
+    /// "Segmentation fault ... bluetoothd") while a GATT application with a subscribed
+    /// characteristic goes away: its log ends at `Local GATT service removed`, then
+    /// `ccc_write_cb() External CCC write received with value: 0x0000` (twice); every later
+    /// scenario then failed with D-Bus's activation error. Now the scenario during which it
+    /// died fails saying so, and the daemon is started again for the next one.
+    public func daemonGone() async -> String? {
+        guard let connection = try? await Connection.open(busAddress) else { return "the system bus could not be reached" }
+        defer { connection.close() }
+        let reply = try? await connection.call(destination: FreedesktopDBus.busName, path: FreedesktopDBus.path, interface: FreedesktopDBus.interface,
+                                               member: "NameHasOwner", arguments: [.string(BlueZ.busName)])
+        if case .boolean(true)? = reply?.first { return nil }
+        var text = "bluetoothd exited during this scenario or the clean-up of the one before (org.bluez has no owner; the end of that part of bluetoothd.log shows what it did last)"
+        guard let controlScript else { return text }
+        do {
+            let result = try await Self.run([controlScript, "start"], timeout: 40)
+            text += result.status == 0 ? "; started again for the next scenario" : "; starting it again failed: \(result.output)"
+        } catch {
+            text += "; starting it again failed: \(error)"
+        }
+        return text
     }
 
     /// Nothing to stop: the guest's daemons belong to the VM.

@@ -30,6 +30,9 @@ public protocol IntegrationBackend: AnyObject {
     /// Stops the daemon with SIGTERM and starts it again; returns once both adapters are back
     /// and powered.
     func restartDaemon() async throws
+    /// After a scenario: nil when the daemon is still there; otherwise what happened (it
+    /// exited, and was started again for the next scenario, or could not be).
+    func daemonGone() async -> String?
     /// Removes what earlier scenarios left behind (devices, bonds) so each starts afresh; the
     /// extension gives every backend the same one.
     func reset() async throws

@@ -54,6 +54,9 @@ public final class SimulatorBackend: IntegrationBackend {
         try await simulator.restart(.clean, on: bus.busAddress)
     }
 
+    /// Nil: BleSim runs in this process and does not exit on its own.
+    public func daemonGone() async -> String? { nil }
+
     /// Stops BleSim and the bus.
     public func tearDown() {
         simulator.stop(.clean)

@@ -68,6 +68,17 @@ public final class PeerPeripheral {
                               [.objectPath(Self.advertisementPath), BlueZShapes.propertyDictionary([])])
     }
 
+    /// Has bluetoothd put the advertisement on the air again (a changed property makes it
+    /// refresh the instance, which re-enables advertising). btvirt sends an advertisement to a
+    /// scanning controller once per scan start and once per advertising enable, and the
+    /// kernel drops a report that arrives before its discovery is on: a central that missed
+    /// the one at its scan start hears this one.
+    public func refreshAdvertisement() {
+        guard isRegistered else { return }
+        connection.objects.emitPropertiesChanged(path: Self.advertisementPath, interface: BlueZ.LEAdvertisement1.interface,
+                                                 names: [BlueZ.LEAdvertisement1.localName.name])
+    }
+
     /// Stops advertising and keeps serving the application (and its links).
     public func unregisterAdvertisement() async throws(PeerError) {
         try await adapterCall("advertisement (unregistering)", BlueZ.LEAdvertisingManager1.interface, BlueZ.LEAdvertisingManager1.Method.unregisterAdvertisement,

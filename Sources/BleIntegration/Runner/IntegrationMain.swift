@@ -41,8 +41,11 @@ public enum IntegrationMain {
         defer { backend.tearDown() }
         let runner = ScenarioRunner(backend: backend)
         var failures = 0
+        let guestLogs = GuestLogMarker(environment: ProcessInfo.processInfo.environment)
         for scenario in scenarios {
+            guestLogs.mark("scenario \(scenario.name) begins")
             let transcript = await runner.run(scenario)
+            guestLogs.mark("scenario \(scenario.name) ends: \(transcript.passed ? "pass" : "FAIL") after \(String(format: "%.1f", transcript.seconds)) s")
             do { try transcript.write(to: output) } catch { print("could not write the transcript: \(error)") }
             let verdict = transcript.passed ? "pass" : "FAIL"
             print(String(format: "%@ %@ (%.1f s)%@", verdict, scenario.name, transcript.seconds,

@@ -166,18 +166,31 @@ public final class ScenarioContext {
         return (peer, central, peripheral)
     }
 
-    /// Scans until the peer shows up. btvirt reports each advertisement once per scan start,
-    /// so a scan that stays silent for a few seconds is restarted (bluetoothd drops the lone
-    /// report when the kernel delivers it before discovery is fully on).
+    /// Scans until the peer shows up, waiting on events: the central adapter's
+    /// `Discovering=true`, then the discovery. btvirt sends each advertisement once per scan
+    /// start, and the kernel drops that report when it handles it before its discovery is on
+    /// (btmon: the LE Advertising Report comes before MGMT Discovering, and no Device Found
+    /// follows), so once discovery is on the peers refresh their advertisements, which btvirt
+    /// reports again, now to a discovery that takes it. An advertiser that is not a peer
+    /// (BleKit's PeripheralManager, an outside program) cannot be refreshed: a scan that stays
+    /// silent for `attempt` is restarted until `within` (default `eventDeadline`) runs out.
     func discoverPeer(_ central: CentralManager, services: [BluetoothUUID]? = [PeerProtocol.service],
                       options: ScanOptions = ScanOptions(), name: String = PeerProtocol.name,
                       within window: Duration? = nil, label: String = "scan") async throws -> Peripheral {
         let deadline = ContinuousClock.now + (window ?? eventDeadline)
+        let adapter = try BlueZ.rootPath.appending(backend.centralAdapter)
+        let attempt = Duration.seconds(4)
         while true {
             let mark = probe.mark
+            let discovering = PropertyWait(connection: try await dbus(), path: adapter, interface: BlueZ.Adapter1.interface,
+                                           name: BlueZ.Adapter1.discovering.name, value: .boolean(true))
+            try discovering.arm()
             central.scanForPeripherals(withServices: services, options: options)
             do {
-                let event = try await probe.wait(since: mark, timeout: .seconds(4), "discovery of \(name)") {
+                // (A timeout here is the attempt's: the scan is restarted below.)
+                try? await discovering.wait(deadline: attempt)
+                for peer in peers { peer.refreshAdvertisement() }
+                let event = try await probe.wait(since: mark, timeout: attempt, "discovery of \(name)") {
                     if case .discovered(_, let advertisement) = $0 { return advertisement.localName == name }
                     return false
                 }

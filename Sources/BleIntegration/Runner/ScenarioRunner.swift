@@ -32,6 +32,10 @@ public final class ScenarioRunner {
             transcript.failure = String(describing: error)
         }
         await context.finish()
+        if let gone = await backend.daemonGone() {
+            transcript.passed = false
+            transcript.failure = [transcript.failure, gone].compactMap { $0 }.joined(separator: "; ")
+        }
         transcript.steps = context.steps
         transcript.states = context.trace.entries
         let elapsed = ContinuousClock.now - started

@@ -46,7 +46,8 @@ final class AdvertisingScheduler {
     private func run() {
         let now = clock.now
         let scanning = simulator.adapters.filter { $0.powered && $0.discovering }
-        if !scanning.isEmpty {
+        // (With the btvirt fault, `scanStarted` delivered this scan's only reports.)
+        if !scanning.isEmpty, !simulator.faults.reportsOnlyAtScanStart {
             for peripheral in simulator.air where peripheral.isAdvertising {
                 let key = ObjectIdentifier(peripheral)
                 let interval = Duration.clampedMilliseconds(peripheral.advertisingInterval)
