@@ -105,6 +105,26 @@ public final class MosquittoBroker: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// Starts a broker on a thread of its own: waiting for it to listen never blocks the
+    /// caller's thread (BleKit's loop, when the caller is `@BleLoop` test code, which every
+    /// BleSim of the process needs).
+    public static func start(port: Int32? = nil, timeout: TimeInterval = 10) async throws -> MosquittoBroker {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do { continuation.resume(returning: try MosquittoBroker(port: port, timeout: timeout)) } catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// `restart(timeout:)` on a thread of its own, for the same reason.
+    public func restartInBackground(timeout: TimeInterval = 10) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            Thread.detachNewThread { [self] in
+                do { try restart(timeout: timeout); continuation.resume() } catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+
     /// A port nobody listens on now, chosen by the kernel.
     public static func freePort() throws -> Int32 {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -23,7 +23,7 @@ struct BTHomeSensorTests {
     /// peripheral role (hci1), a BleKit gateway (hci0) publishes it decoded, and bthome-ble (the
     /// parser of Home Assistant's BTHome integration) reads the same readings from the raw frame.
     @Test func advertisedReadingsReachTheBrokerAndBthomeBle() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let fixture = try await SimulatorFixture.start()
         defer { fixture.tearDown() }
         let recorder = try MessageRecorder(port: broker.port, patterns: ["home/#"])

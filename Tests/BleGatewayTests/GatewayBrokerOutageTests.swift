@@ -78,7 +78,7 @@ struct GatewayBrokerOutageTests {
     /// once, with the dropped count; nothing counts as published while the broker is away; at
     /// the end the gateway's count matches what an outside subscriber received.
     @Test func killedBrokerIsSaidOnceAndCountsMatchWhatASubscriberReceived() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let fixture = try await SimulatorFixture.start(peripherals: Room.crowd(4, interval: 50))
         defer { fixture.tearDown() }
         let recorder = try MessageRecorder(port: broker.port, patterns: ["home/kill/BTtoMQTT/#"])
@@ -106,7 +106,7 @@ struct GatewayBrokerOutageTests {
         #expect(gateway.statistics.published == publishedAtLoss, "nothing counts as published while the broker is away")
         #expect(gateway.mqtt.publishedMessages >= publishedAtLoss)
 
-        try broker.restart()
+        try await broker.restartInBackground()
         try await recorder.ready()
         try #require(gateway.mqtt.connections == 1, "the gateway reconnected before the recorder resubscribed; the counts cannot be compared")
         try await waitUntil("the return is said", timeout: .seconds(30)) { notices.contains { $0.contains("is back") } }

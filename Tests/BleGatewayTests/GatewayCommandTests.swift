@@ -33,7 +33,7 @@ struct GatewayCommandTests {
     @Test func gattReadWriteAndOperationCommands() async throws {
         let address = "C0:FF:EE:00:01:01"
         let topicID = "C0FFEE000101"
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let fixture = try await SimulatorFixture.start(peripherals: [Lamp.spec(address)])
         defer { fixture.tearDown() }
         let recorder = try MessageRecorder(port: broker.port, patterns: ["home/#"])
@@ -85,7 +85,7 @@ struct GatewayCommandTests {
     @Test func fleetRoutesCommandsToTheBestGatewayAndFailsOver() async throws {
         let address = "C0:FF:EE:00:02:01"
         let devicePath = "dev_C0_FF_EE_00_02_01"
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let configuration = Simulator.Configuration(adapters: [.init(index: 0), .init(index: 1), .init(index: 2)])
         let fixture = try await SimulatorFixture.start(peripherals: [Lamp.spec(address, rssi: -60)], configuration: configuration)
         defer { fixture.tearDown() }

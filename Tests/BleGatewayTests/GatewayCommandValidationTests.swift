@@ -172,7 +172,7 @@ struct GatewayCommandValidationTests {
     // MARK: Support
 
     private func withGateway(_ body: (Gateway, MessageRecorder) async throws -> Void) async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let fixture = try await SimulatorFixture.start(peripherals: [Lamp.spec(Self.address)])
         defer { fixture.tearDown() }
         let recorder = try MessageRecorder(port: broker.port, patterns: ["home/#"])

@@ -14,7 +14,7 @@ struct GatewayFormatTests {
     /// LWT is retained `online`, Home Assistant discovery names the gateway as via_device, and
     /// the outside decoders agree with BleKit on the undecoded frames.
     @Test func crowdedRoomPublishesTheEcosystemFormats() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let fixture = try await SimulatorFixture.start(peripherals: Room.sensors + Room.crowd(60))
         defer { fixture.tearDown() }
         let recorder = try MessageRecorder(port: broker.port, patterns: ["home/#", "homeassistant/#"])
@@ -111,7 +111,7 @@ struct GatewayFormatTests {
 
     /// OpenMQTTGateway's options, changed over MQTT: white list, black list, minimum RSSI.
     @Test func configCommandsFilterWhatIsPublished() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let fixture = try await SimulatorFixture.start(peripherals: Room.sensors)
         defer { fixture.tearDown() }
         let recorder = try MessageRecorder(port: broker.port, patterns: ["home/#"])

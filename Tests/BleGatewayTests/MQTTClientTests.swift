@@ -10,7 +10,7 @@ struct MQTTClientTests {
     /// The broker dies: messages published meanwhile wait in the bounded buffer (the oldest
     /// dropped and counted), and go out after the client reconnects by itself.
     @Test func reconnectsAndFlushesTheBoundedOfflineBuffer() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "buffered",
                                                          reconnectDelay: .milliseconds(100), maximumReconnectDelay: .milliseconds(200),
                                                          offlineBufferCapacity: 5))
@@ -22,7 +22,7 @@ struct MQTTClientTests {
         for index in 0..<8 { client.publish("buffer/\(index)", "m\(index)", qos: 1, retain: true) }
         #expect(client.bufferedMessages == 5)
         #expect(client.droppedMessages == 3)
-        try broker.restart()
+        try await broker.restartInBackground()
         try await waitUntil("reconnected") { client.state == .connected && client.connections == 2 }
         #expect(client.bufferedMessages == 0)
         // Retained, so a subscriber that comes later sees what the flush delivered.
@@ -37,7 +37,7 @@ struct MQTTClientTests {
     /// reconnection, and the count then matches what the new broker holds (retained, one topic
     /// each), plus what the old one acknowledged before it died.
     @Test func qos1CountsOnlyAcknowledgedMessagesAcrossABrokerKill() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "acked",
                                                          reconnectDelay: .milliseconds(100), maximumReconnectDelay: .milliseconds(200)))
         var tags: [UInt8] = []
@@ -53,7 +53,7 @@ struct MQTTClientTests {
         broker.stop()
         try await waitUntil("connection lost") { client.state != .connected }
         let acknowledgedBeforeTheKill = client.publishedMessages
-        try broker.restart()
+        try await broker.restartInBackground()
         try await waitUntil("every message acknowledged", timeout: .seconds(30)) { client.unconfirmedMessages == 0 && client.connections == 2 }
         #expect(client.publishedMessages == count)
         #expect(tags == Array(repeating: 7, count: count))
@@ -68,7 +68,7 @@ struct MQTTClientTests {
     /// A burst of publishes is written under TCP_CORK, and the socket is uncorked once the loop
     /// has run the rest of what was ready: nothing is left waiting for the kernel's 200 ms flush.
     @Test func publishesAreCorkedForOneLoopTurnOnly() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let recorder = try MessageRecorder(port: broker.port, patterns: ["cork/#"])
         defer { recorder.close() }
         try await recorder.ready()
@@ -93,7 +93,7 @@ struct MQTTClientTests {
 
     /// A connection that dies without DISCONNECT makes the broker publish the will.
     @Test func droppedConnectionPublishesTheWill() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker.start()
         let recorder = try MessageRecorder(port: broker.port, patterns: ["will/#"])
         defer { recorder.close() }
         try await recorder.ready()
