@@ -154,9 +154,10 @@ final class LoopBox<Value> {
 ///
 /// `PrivateBus()` blocks until its daemon prints its address. Called directly from a `@BleLoop`
 /// test it would stall the shared loop, and with it every other test's connections and timers,
-/// for that time; this nonisolated async function runs on the global executor instead.
+/// for that time; `PrivateBus.start` waits on a thread of its own, so neither the loop nor a
+/// thread of the test pool (one per core) is held.
 func startPrivateBus() async throws -> PrivateBus {
-    try PrivateBus()
+    try await PrivateBus.start()
 }
 
 /// Two connections on `bus`: a client and a server that exports objects.
