@@ -30,6 +30,8 @@ final class NotifySubscription {
     /// The link it belongs to (`Peripheral.linkGeneration`).
     let link: UInt64
     private(set) var state: State
+    /// AcquireNotify asked again after "Notify acquired"; ending the subscription drops it.
+    var retry: LoopTimer?
 
     init(link: UInt64, path: Path) {
         self.link = link
@@ -89,6 +91,7 @@ final class NotifySubscription {
 
     /// Ends it; closes the socket (which releases AcquireNotify in bluetoothd).
     func end() {
+        retry = nil
         releaseSocket()
         state = .ended
     }

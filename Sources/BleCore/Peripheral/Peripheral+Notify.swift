@@ -53,7 +53,8 @@ extension Peripheral {
         }
     }
 
-    @BleLoop private func acquireNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation) {
+    @BleLoop private func acquireNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation,
+                                        attempt: Int = 0) {
         operation.abandonCall = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireNotify",
                                              [GattOptions.none]) {
             [weak self] result in
@@ -71,6 +72,15 @@ extension Peripheral {
                 self.noteMTU(socket.mtu, from: characteristic.path)
                 self.adoptNotifySocket(socket.descriptor, characteristic, subscription)
                 operation.finish(.success(nil))
+            case .failure(.notPermitted(let text)) where text == BlueZ.ErrorMessage.notifyAcquired && attempt < Self.acquiredRetries:
+                // "Notify acquired": bluetoothd still holds a socket, usually the one we closed a
+                // moment ago (an unsubscribe right before), whose hang-up it has not handled yet;
+                // StartNotify would be refused for the same reason. Ask again shortly.
+                let pause = Duration.milliseconds(25 << attempt)
+                subscription.retry = LoopTimer.scheduled(after: pause) { [weak self] in
+                    guard let self, characteristic.subscription === subscription, !subscription.isEnded else { return }
+                    self.acquireNotify(characteristic, subscription, operation, attempt: attempt + 1)
+                }
             case .failure(let error):
                 // NotPermitted / InProgress (a StartNotify session exists) / NotSupported, or a
                 // reply of the wrong shape: StartNotify is the other path BlueZ offers.
@@ -80,6 +90,10 @@ extension Peripheral {
             }
         }
     }
+
+    /// AcquireNotify's retries while bluetoothd says "Notify acquired" (25, 50, 100, 200, 400 ms:
+    /// under a second for its main loop to handle the hang-up of the socket we closed).
+    static let acquiredRetries = 5
 
     /// `operation` is nil for the fallback after an AcquireNotify socket closed on a live link.
     @BleLoop private func startNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation?) {
