@@ -7,15 +7,18 @@ import Testing
 
 /// Records what a served `PeripheralManager` tells its delegate, as text; answers dynamic
 /// reads at once with `0x2a` and keeps the rest.
-final class HostileServerRecorder: PeripheralManagerDelegate, @unchecked Sendable {
+// Loop-confined: BleKit delivers to a manager made with `queue: nil` on its loop, which
+// `@preconcurrency` checks at run time.
+@BleLoop
+final class HostileServerRecorder: @preconcurrency PeripheralManagerDelegate {
     let events: EventRecorder<String>
     var reads: [ATTRequest] = []
     /// Runs on the loop after each write is recorded.
     var onWrite: (() -> Void)?
 
-    @BleLoop init() { events = EventRecorder<String>() }
+    init() { events = EventRecorder<String>() }
 
-    private func record(_ text: String) { BleLoop.assumeIsolated { events.append(text) } }
+    private func record(_ text: String) { events.append(text) }
 
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) { record("state \(peripheral.state)") }
     func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
@@ -398,10 +401,11 @@ struct HostileDaemonServerTests {
 }
 
 /// Records a `PairingAgent`'s requests (accepting each at once) and registrations.
-final class AcceptingAgentDelegate: PairingAgentDelegate, @unchecked Sendable {
+@BleLoop
+final class AcceptingAgentDelegate: @preconcurrency PairingAgentDelegate {
     let events: EventRecorder<String>
-    @BleLoop init() { events = EventRecorder<String>() }
-    private func record(_ text: String) { BleLoop.assumeIsolated { events.append(text) } }
+    init() { events = EventRecorder<String>() }
+    private func record(_ text: String) { events.append(text) }
     func pairingAgent(_ agent: PairingAgent, didReceive request: PairingRequest) {
         record("request \(request.kind)")
         request.accept()

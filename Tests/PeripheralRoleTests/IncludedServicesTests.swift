@@ -16,11 +16,12 @@ struct IncludedServicesTests {
     static let secondary = BluetoothUUID(string: "b1e40022-0000-4000-8000-00805f9b34fb")
 
     /// BleCore's central delegate, as text.
-    final class Central: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
+    @BleLoop
+    final class Central: @preconcurrency CentralManagerDelegate, @preconcurrency PeripheralDelegate {
         let events: EventRecorder<String>
         var found: Peripheral?
-        @BleLoop init() { events = EventRecorder<String>() }
-        private func record(_ text: String) { BleLoop.assumeIsolated { events.append(text) } }
+        init() { events = EventRecorder<String>() }
+        private func record(_ text: String) { events.append(text) }
         func centralManagerDidUpdateState(_ central: CentralManager) { record("state \(central.state)") }
         func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {
             guard advertisementData.localName == "incl-periph", found == nil else { return }

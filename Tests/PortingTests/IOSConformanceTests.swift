@@ -74,13 +74,10 @@ import Testing
                 continuation.resume(returning: lines)
             }
         }
-        if let transcript, let handle = FileHandle(forWritingAtPath: transcript) ?? {
-            FileManager.default.createFile(atPath: transcript, contents: nil)
-            return FileHandle(forWritingAtPath: transcript)
-        }() {
-            handle.seekToEndOfFile()
-            handle.write(Data(collected.map { "\(marker.prefix(12)) \($0)\n" }.joined().utf8))
-            handle.closeFile()
+        if let transcript {
+            // Kept for a person reading a failure: what each process printed, in order.
+            let before = (try? String(contentsOfFile: transcript, encoding: .utf8)) ?? ""
+            try? (before + collected.map { "\(marker.prefix(12)) \($0)\n" }.joined()).write(toFile: transcript, atomically: true, encoding: .utf8)
         }
         try #require(collected.last?.contains(marker) == true,
                      "no \(marker) within \(timeout) s; the process printed:\n\(collected.joined(separator: "\n"))\n(all: \(transcript ?? "-"))")
@@ -182,10 +179,12 @@ import Testing
     }
 }
 
-/// iOS-shaped: only `peripheralDidUpdateName(_:)` with Apple's signature.
-final class NameWatcher: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    let names = BleLoop.assumeIsolated { EventRecorder<String>() }
-    let found = BleLoop.assumeIsolated { EventRecorder<CBPeripheral>() }
+/// iOS-shaped: only `peripheralDidUpdateName(_:)` with Apple's signature. Loop-confined: the
+/// manager delivers on its loop (`queue: nil`), which `@preconcurrency` checks at run time.
+@BleLoop
+final class NameWatcher: NSObject, @preconcurrency CBCentralManagerDelegate, @preconcurrency CBPeripheralDelegate {
+    let names = EventRecorder<String>()
+    let found = EventRecorder<CBPeripheral>()
 
     func centralManagerDidUpdateState(_ central: CBCentralManager) {
         if central.state == .poweredOn { central.scanForPeripherals(withServices: nil, options: [CBCentralManagerScanOptionAllowDuplicatesKey: true]) }
@@ -193,11 +192,11 @@ final class NameWatcher: NSObject, CBCentralManagerDelegate, CBPeripheralDelegat
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
         peripheral.delegate = self
-        found.appendFromAnyThread(peripheral)
+        found.append(peripheral)
     }
 
     func peripheralDidUpdateName(_ peripheral: CBPeripheral) {
-        names.appendFromAnyThread(peripheral.name ?? "nil")
+        names.append(peripheral.name ?? "nil")
     }
 }
 

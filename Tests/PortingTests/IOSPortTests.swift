@@ -197,17 +197,20 @@ asyncio.run(main())
         #expect(CBUUID(string: CBUUIDCharacteristicFormatString) == BluetoothUUID(UInt16(0x2904)))
         #expect(CBUUID(string: CBUUIDCharacteristicExtendedPropertiesString) == BluetoothUUID(UInt16(0x2900)))
         #expect(CBUUID(string: CBUUIDServiceChangedString) == BluetoothUUID(UInt16(0x2A05)))
-        #expect(CBUUID(string: CBUUIDL2CAPPSMCharacteristicString) != nil)
+        // The non-trapping parser: the string is a valid 128-bit UUID.
+        #expect(BluetoothUUID(CBUUIDL2CAPPSMCharacteristicString) != nil)
     }
 }
 
 /// `CBManager.authorization` from bluetoothd's D-Bus policy, as seed 002 switches on it.
 @Suite(.serialized) struct AuthorizationTests {
-    final class StateWatcher: CentralManagerDelegate, PeripheralManagerDelegate, @unchecked Sendable {
+    /// Loop-confined: both managers deliver on the loop (`queue: nil`), checked at run time.
+    @BleLoop
+    final class StateWatcher: @preconcurrency CentralManagerDelegate, @preconcurrency PeripheralManagerDelegate {
         let states: EventRecorder<ManagerState>
-        @BleLoop init() { states = EventRecorder<ManagerState>() }
-        func centralManagerDidUpdateState(_ central: CBCentralManager) { states.appendFromAnyThread(central.state) }
-        func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) { states.appendFromAnyThread(peripheral.state) }
+        init() { states = EventRecorder<ManagerState>() }
+        func centralManagerDidUpdateState(_ central: CBCentralManager) { states.append(central.state) }
+        func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) { states.append(peripheral.state) }
     }
 
     @Test func aBusThatLetsUsTalkToBluetoothdIsAllowedAlways() async throws {
