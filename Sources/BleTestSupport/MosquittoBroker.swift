@@ -127,9 +127,16 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// A port nobody listens on now, chosen by the kernel.
     public static func freePort() throws -> Int32 {
+        let bound = try boundLoopbackSocket()
+        close(bound.descriptor)
+        return bound.port
+    }
+
+    /// A TCP socket bound to 127.0.0.1 on a port the kernel chose, and that port; the caller
+    /// owns (and closes) the descriptor.
+    public static func boundLoopbackSocket() throws -> (descriptor: Int32, port: Int32) {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw POSIXError(.EMFILE) }
-        defer { close(socket) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -137,11 +144,14 @@ public final class MosquittoBroker: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard bound == 0 else {
+            close(socket)
+            throw POSIXError(.EADDRINUSE)
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
         }
-        return Int32(UInt16(bigEndian: address.sin_port))
+        return (socket, Int32(UInt16(bigEndian: address.sin_port)))
     }
 }

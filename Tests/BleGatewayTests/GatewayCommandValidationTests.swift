@@ -82,7 +82,7 @@ struct GatewayCommandValidationTests {
                                                                                    fields: [.init(key: "batt", offset: 1, size: 1)])])
         // A spec made in code is not checked before `parse`: a scale of 0, NaN or one too small
         // for a power of ten scales the value without rounding it, and never traps.
-        for scale in [0.0, -0.0, .nan, .infinity, 1e-320, 1e-300] {
+        for scale in [0.0, -0.0, .nan, .infinity, .leastNonzeroMagnitude, 1e-300] {
             let unchecked = OperationCommandSpec(name: "s", service: "fff0", write: "fff1", notify: "fff2", command: "a5", responseLength: 2,
                                                  fields: [.init(key: "v", offset: 0, size: 2, scale: scale)])
             let fields = unchecked.parse(Data([0x10, 0x00]))
