@@ -208,9 +208,17 @@ asyncio.run(main())
     @BleLoop
     final class StateWatcher: @preconcurrency CentralManagerDelegate, @preconcurrency PeripheralManagerDelegate {
         let states: EventRecorder<ManagerState>
+        /// `CBManager.authorization` asked inside each callback, on the loop, as seed 002 does.
+        var classVerdicts: [ManagerAuthorization] = []
         init() { states = EventRecorder<ManagerState>() }
-        func centralManagerDidUpdateState(_ central: CBCentralManager) { states.append(central.state) }
-        func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) { states.append(peripheral.state) }
+        func centralManagerDidUpdateState(_ central: CBCentralManager) {
+            classVerdicts.append(CBManager.authorization)
+            states.append(central.state)
+        }
+        func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+            classVerdicts.append(CBManager.authorization)
+            states.append(peripheral.state)
+        }
     }
 
     @Test func aBusThatLetsUsTalkToBluetoothdIsAllowedAlways() async throws {
@@ -224,6 +232,7 @@ asyncio.run(main())
         #expect(central.authorization == .notDetermined || central.state != .unknown)
         try await watcher.states.wait("poweredOn") { $0.contains(.poweredOn) }
         #expect(central.authorization == .allowedAlways)
+        #expect(await watcher.classVerdicts.last == .allowedAlways, "CBManager.authorization inside the callback")
     }
 
     @Test func aPolicyThatRefusesOrgBluezIsDeniedForTheClassAndBothManagers() async throws {

@@ -195,6 +195,7 @@ public final class CentralManager: Manager, @unchecked Sendable {
         guard newState != currentState else { return }
         BleLog.info("central state \(currentState) → \(newState)")
         currentState = newState
+        AuthorizationProbe.learned(state: newState, error: currentStateError)
         emit { $0.centralManagerDidUpdateState(self) }
     }
 

@@ -223,6 +223,7 @@ public final class PeripheralManager: Manager, @unchecked Sendable {
         }
         BleLog.info("peripheral manager state \(currentState) → \(newState)")
         currentState = newState
+        AuthorizationProbe.learned(state: newState, error: currentStateError)
         emit { $0.peripheralManagerDidUpdateState(self) }
     }
 }

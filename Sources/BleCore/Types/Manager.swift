@@ -26,9 +26,9 @@ public class Manager: @unchecked Sendable {
     /// `restricted` when the bus's socket is refused, `notDetermined` when bluetoothd is not on
     /// the bus or does not answer within 5 s.
     ///
-    /// It waits for the answer, so ask it off BleKit's loop thread; on the loop thread (inside
-    /// a delegate callback delivered there) it answers at once with the last verdict known,
-    /// `notDetermined` before the first.
+    /// It waits for the answer off BleKit's loop thread; on the loop thread (inside a delegate
+    /// callback delivered there) it answers at once with the last verdict known: a manager's
+    /// own, learned before its `…DidUpdateState`, or the last probe's (`notDetermined` before either).
     public class var authorization: ManagerAuthorization { authorization(on: CentralManagerOptions.defaults.bus) }
 
     /// `authorization` asked on `bus` (a private bus with BleSim, say) instead of the bus of
@@ -41,6 +41,14 @@ enum AuthorizationProbe {
     private static let lastVerdict = Locked(ManagerAuthorization.notDetermined)
     // A Ping is one round trip; the margin is for a loaded machine, where the bus itself is slow to open.
     private static let timeout: Duration = .seconds(5)
+
+    /// What a manager learned from bluetoothd's answers (its state turned known): the verdict
+    /// `CBManager.authorization` gives on the loop thread, where it cannot wait for a probe —
+    /// inside `centralManagerDidUpdateState`, where iOS apps ask it.
+    static func learned(state: ManagerState, error: BleError?) {
+        let verdict = ManagerAuthorization(state: state, error: error)
+        if verdict != .notDetermined { lastVerdict.value = verdict }
+    }
 
     static func verdict(bus: BleBus) -> ManagerAuthorization {
         if MainLoop.shared.isCurrent { return lastVerdict.value }
