@@ -57,16 +57,24 @@ struct FXBlueToothAsyncDefectTests {
         #expect(peripheral === other.peripheral)
 
         bench.simulator.faults.clear()
-        bench.simulator.faults.neverReply(to: "Connect", times: 2)
+        bench.simulator.faults.neverReply(to: "Connect", times: 3)
         let disconnects = bench.callCount("Disconnect")
-        do {
-            // Long enough for the Connect call to reach BlueZ on a loaded machine: only an attempt
-            // that was sent has something to cancel with Disconnect.
-            _ = try await manager.connect(other.peripheral, timeout: 2)
-            Issue.record("the connect returned")
-        } catch AsyncBleClientError.timeout(let operation) {
-            #expect(operation == .connect)
+        // Only an attempt that reached BlueZ has something to cancel with Disconnect; a deadline
+        // that ran out before the loop sent Connect (a loaded machine) rightly sends nothing.
+        // So the timeout grows until an attempt was sent before it ran out, and that one is checked.
+        var sent = false
+        for timeout in [2.0, 6.0, 18.0].map(TestTime.scaled) where !sent {
+            let connects = bench.callCount("Connect")
+            do {
+                _ = try await manager.connect(other.peripheral, timeout: timeout)
+                Issue.record("the connect returned")
+                return
+            } catch AsyncBleClientError.timeout(let operation) {
+                #expect(operation == .connect)
+            }
+            sent = bench.callCount("Connect") > connects
         }
+        try #require(sent, "no Connect reached BlueZ before any of the deadlines ran out")
         try await bench.waitForCall("Disconnect", count: disconnects + 1)
         #expect(other.peripheral.state == .disconnected)
         // The connect inside scan takes the request's deadline.
