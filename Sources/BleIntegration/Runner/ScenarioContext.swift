@@ -1,5 +1,6 @@
 import BleCore
 import BleDBus
+import BleTestSupport
 import BlueZVocabulary
 import Foundation
 
@@ -89,6 +90,34 @@ public final class ScenarioContext {
             step("\(label) \(Self.describe(error))")
             return .failure(error)
         }
+    }
+
+    /// Waits until the bus name `name` (a closed BleKit manager's unique name) has no owner.
+    ///
+    /// The bus daemon announces a leaving connection after it routed every message that
+    /// connection sent, so a call made after this reaches bluetoothd after those (an
+    /// `UnregisterApplication`, which bluetoothd handles at once).
+    func waitForBusNameGone(_ name: String) async throws {
+        let connection = try await dbus()
+        let gone = EventRecorder<String>()
+        let subscription = try connection.signals.subscribe(SignalMatch(
+            sender: FreedesktopDBus.busName, interface: FreedesktopDBus.interface,
+            member: FreedesktopDBus.Method.nameOwnerChanged, arg0: name)) { message in
+            if message.body.count == 3, case .string("") = message.body[2] { gone.append(name) }
+        }
+        defer { subscription.cancel() }
+        // Subscribed first, then asked: a name that left before the subscription is no owner's.
+        let owner: Result<[DBusValue], DBusError>
+        do {
+            owner = .success(try await connection.call(destination: FreedesktopDBus.busName, path: FreedesktopDBus.path,
+                                                       interface: FreedesktopDBus.interface, member: FreedesktopDBus.Method.getNameOwner,
+                                                       arguments: [.string(name)]))
+        } catch {
+            owner = .failure(error)
+        }
+        if case .failure(.remote(let errorName, _)) = owner, errorName == FreedesktopDBus.ErrorName.nameHasNoOwner { return }
+        _ = try owner.get()
+        try await gone.wait("\(name) to leave the bus", timeout: eventDeadline) { !$0.isEmpty }
     }
 
     /// Sets an adapter's `Powered` and waits until BlueZ reports the new value.

@@ -96,9 +96,28 @@ extension PairingScenarios {
     /// Forgets the bond on both sides: the peer keeps its own otherwise, and refuses later pairings.
     @BleLoop static func removeBondsOnBothSides(_ central: CentralManager, _ peripheral: Peripheral, events: EventRecorder<AgentEvent>,
                                                 context: ScenarioContext) async throws {
+        try await removeCentralsBond(central, peripheral, events: events, context: context)
+        try await removeServingSidesBond(central, context: context)
+    }
+
+    /// The central forgets the peripheral (BleKit's `removeBond`, which also ends the link).
+    @BleLoop static func removeCentralsBond(_ central: CentralManager, _ peripheral: Peripheral, events: EventRecorder<AgentEvent>,
+                                            context: ScenarioContext) async throws {
         central.removeBond(peripheral) { error in events.appendFromAnyThread(.removed(error)) }
         let removal = try await events.first(timeout: context.eventDeadline, "removeBond") { if case .removed = $0 { return true }; return false }
         if case .removed(let failure?) = removal { throw ScenarioFailure("removeBond failed: \(failure)") }
+    }
+
+    /// The serving adapter forgets the central (RemoveDevice there).
+    ///
+    /// With a GATT application of this process serving, do this only after the application is
+    /// unregistered when the central had subscribed: bluetoothd 5.66 (and BlueZ master as of
+    /// 2026) keeps a bonded central's CCC values after its device is removed, and when the
+    /// application's service goes away it frees the characteristics before sending Service
+    /// Changed, which clears those orphaned values through the freed characteristics: a
+    /// segfault (seen in `peripheralManager.flowWithPairing`; BleSim's README, "bluetoothd's
+    /// crash when a removed bonded central had subscribed").
+    @BleLoop static func removeServingSidesBond(_ central: CentralManager, context: ScenarioContext) async throws {
         if let centralAddress = central.adapterAddress {
             let adapter = try BlueZ.rootPath.appending(context.backend.peripheralAdapter)
             let device = try ObjectPath("\(adapter.rawValue)/dev_\(centralAddress.replacingOccurrences(of: ":", with: "_"))")
