@@ -14,6 +14,7 @@ import json
 import sys
 
 from bleak import BleakClient, BleakScanner
+from bleak.exc import BleakError
 
 ADAPTER, NAME, SERVICE, COMMAND, RESPONSE, TICKER = sys.argv[1:7]
 
@@ -43,45 +44,69 @@ async def find():
     return found["device"], found["advertisement"]
 
 
+async def connected(device):
+    # What bleak users do (bleak-retry-connector's establish_connection, Home Assistant): on
+    # the real daemon under load, bleak's connect sometimes ends with "failed to discover
+    # services, device disconnected" right after ServicesResolved, and bleak's own clean-up
+    # then calls Disconnect (BleSim's README, "bleak's connect that disconnects itself"). A
+    # new attempt starts once bleak's Disconnect has returned; each retry is said on stderr.
+    for attempt in range(1, 4):
+        client = BleakClient(device, timeout=30.0)
+        try:
+            await client.connect()
+            return client
+        except BleakError as error:
+            if "device disconnected" not in str(error) or attempt == 3:
+                raise
+            print(f"bleak connect attempt {attempt} failed: {error}; connecting again", file=sys.stderr, flush=True)
+
+
 async def main():
     device, advertisement = await find()
     say(step="scan", name=advertisement.local_name, service_uuids=sorted(advertisement.service_uuids),
         manufacturer_data={str(key): value.hex() for key, value in sorted(advertisement.manufacturer_data.items())})
-    async with BleakClient(device, timeout=30.0) as client:
-        say(step="connect", connected=client.is_connected)
-        service = client.services.get_service(SERVICE)
-        if service is None:
-            raise RuntimeError(f"service {SERVICE} not resolved")
-        say(step="services", characteristics=sorted(c.uuid for c in service.characteristics))
-        say(step="read", value=(await client.read_gatt_char(TICKER)).hex())
-
-        packets = []
-        four = asyncio.Event()
-
-        def on_response(_, data):
-            packets.append(bytes(data))
-            if len(packets) >= 4:
-                four.set()
-
-        await client.start_notify(RESPONSE, on_response)
-        await client.write_gatt_char(COMMAND, b"\x01\x02", response=True)
-        await asyncio.wait_for(four.wait(), 20.0)
-        say(step="response", packets=len(packets), value=b"".join(packets).hex())
-        await client.stop_notify(RESPONSE)
-
-        ticks = []
-        two = asyncio.Event()
-
-        def on_tick(_, data):
-            ticks.append(bytes(data).hex())
-            if len(ticks) >= 2:
-                two.set()
-
-        await client.start_notify(TICKER, on_tick)
-        await asyncio.wait_for(two.wait(), 20.0)
-        say(step="ticker", values=ticks[:2])
-        await client.stop_notify(TICKER)
+    client = await connected(device)
+    try:
+        await exercise(client)
+    finally:
+        await client.disconnect()
     say(step="done")
+
+
+async def exercise(client):
+    say(step="connect", connected=client.is_connected)
+    service = client.services.get_service(SERVICE)
+    if service is None:
+        raise RuntimeError(f"service {SERVICE} not resolved")
+    say(step="services", characteristics=sorted(c.uuid for c in service.characteristics))
+    say(step="read", value=(await client.read_gatt_char(TICKER)).hex())
+
+    packets = []
+    four = asyncio.Event()
+
+    def on_response(_, data):
+        packets.append(bytes(data))
+        if len(packets) >= 4:
+            four.set()
+
+    await client.start_notify(RESPONSE, on_response)
+    await client.write_gatt_char(COMMAND, b"\x01\x02", response=True)
+    await asyncio.wait_for(four.wait(), 20.0)
+    say(step="response", packets=len(packets), value=b"".join(packets).hex())
+    await client.stop_notify(RESPONSE)
+
+    ticks = []
+    two = asyncio.Event()
+
+    def on_tick(_, data):
+        ticks.append(bytes(data).hex())
+        if len(ticks) >= 2:
+            two.set()
+
+    await client.start_notify(TICKER, on_tick)
+    await asyncio.wait_for(two.wait(), 20.0)
+    say(step="ticker", values=ticks[:2])
+    await client.stop_notify(TICKER)
 
 
 try:
