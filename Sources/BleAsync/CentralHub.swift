@@ -27,7 +27,7 @@ final class CentralHub {
     let central: CentralManager
     private var nextID: UInt64 = 0
     private var stateSubscribers: [UInt64: AsyncStream<ManagerState>.Continuation] = [:]
-    private var stateWaiters: [UInt64: PendingCall<ManagerState>] = [:]
+    private let stateWaiters = PoweredOnWaiters()
     private var eventSubscribers: [UInt64: AsyncStream<AsyncConnectionEvent>.Continuation] = [:]
     private var scanSubscribers: [UInt64: ScanSubscriber] = [:]
     private var radioScan: RadioScan?
@@ -72,28 +72,14 @@ final class CentralHub {
 
     /// Resolves at poweredOn, fails at a state that is not transitional (defect 30).
     func waitForPoweredOn(_ call: PendingCall<ManagerState>) {
-        let state = central.state
-        if let verdict = Self.verdict(state) { return call.finish(verdict).ignored }
-        let id = makeID()
-        guard call.onEnd(settled: { [weak self] in self?.stateWaiters[id] = nil }) else { return }
-        stateWaiters[id] = call
-    }
-
-    private static func verdict(_ state: ManagerState) -> Result<ManagerState, any Error>? {
-        switch state {
-        case .poweredOn: return .success(state)
-        case .unknown, .resetting: return nil
-        case .poweredOff, .unsupported, .unauthorized: return .failure(AsyncBleClientError.bluetoothUnavailable(state))
-        }
+        stateWaiters.wait(call, in: central.state)
     }
 
     private func stateChanged(_ state: ManagerState) {
         let wasOn = lastState == .poweredOn
         lastState = state
         for continuation in stateSubscribers.values { continuation.yield(state) }
-        if let verdict = Self.verdict(state) {
-            for call in stateWaiters.values { call.finish(verdict) }
-        }
+        stateWaiters.stateChanged(state)
         if wasOn, state != .poweredOn {
             // bluetoothd left or the adapter went off: a scan stream says so instead of going quiet.
             endScans(AsyncBleClientError.bluetoothUnavailable(state))
@@ -231,7 +217,7 @@ final class CentralHub {
     func close() {
         let failure = AsyncBleClientError.bluetoothUnavailable(.unsupported)
         endScans(failure)
-        for call in stateWaiters.values.map({ $0 }) { call.fail(failure) }
+        stateWaiters.fail(failure)
         // A closed manager reports no more link events: nothing may wait for one.
         for waiters in connectWaiters.values { for call in waiters.values { call.fail(failure) } }
         for waiters in disconnectWaiters.values { for call in waiters.values { call.fail(failure) } }

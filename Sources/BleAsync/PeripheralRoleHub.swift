@@ -17,7 +17,7 @@ final class PeripheralRoleHub {
     private var nextID: UInt64 = 0
     private var requestSubscribers: [UInt64: AsyncStream<AsyncATTRequests>.Continuation] = [:]
     private var subscriptionSubscribers: [UInt64: AsyncStream<AsyncSubscriptionEvent>.Continuation] = [:]
-    private var stateWaiters: [UInt64: PendingCall<ManagerState>] = [:]
+    private let stateWaiters = PoweredOnWaiters()
     private var addWaiters: [ObjectIdentifier: [UInt64: PendingCall<Void>]] = [:]
     /// `updateValue` calls refused for a full queue, oldest first.
     private var updates: [(id: UInt64, update: PendingUpdate)] = []
@@ -35,19 +35,9 @@ final class PeripheralRoleHub {
 
     // MARK: State
 
+    /// Resolves at poweredOn, fails at a state that is not transitional (defect 30).
     func waitForPoweredOn(_ call: PendingCall<ManagerState>) {
-        if let verdict = Self.verdict(manager.state) { return call.finish(verdict).ignored }
-        let id = makeID()
-        guard call.onEnd(settled: { [weak self] in self?.stateWaiters[id] = nil }) else { return }
-        stateWaiters[id] = call
-    }
-
-    private static func verdict(_ state: ManagerState) -> Result<ManagerState, any Error>? {
-        switch state {
-        case .poweredOn: return .success(state)
-        case .unknown, .resetting: return nil
-        case .poweredOff, .unsupported, .unauthorized: return .failure(AsyncBleClientError.bluetoothUnavailable(state))
-        }
+        stateWaiters.wait(call, in: manager.state)
     }
 
     // MARK: Services
@@ -108,16 +98,14 @@ final class PeripheralRoleHub {
         requestSubscribers.removeAll()
         subscriptionSubscribers.removeAll()
         let failure = AsyncBleClientError.bluetoothUnavailable(.unsupported)
-        for call in stateWaiters.values.map({ $0 }) { call.fail(failure) }
+        stateWaiters.fail(failure)
         for (_, pending) in updates { pending.call.fail(failure) }
     }
 }
 
 extension PeripheralRoleHub: @preconcurrency PeripheralManagerDelegate {
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
-        if let verdict = Self.verdict(peripheral.state) {
-            for call in stateWaiters.values.map({ $0 }) { call.finish(verdict) }
-        }
+        stateWaiters.stateChanged(peripheral.state)
         if peripheral.state != .poweredOn {
             // The queue is gone with the adapter or bluetoothd: waiting sends end, typed.
             let failure = AsyncBleClientError.bluetoothUnavailable(peripheral.state)

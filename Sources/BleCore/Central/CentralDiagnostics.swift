@@ -53,7 +53,7 @@ extension CentralManager {
         where seen.insert(ObjectIdentifier(peripheral)).inserted {
             peripheral.addDiagnostics(to: &snapshot)
         }
-        snapshot.timers += [loadRetry, daemonAbsence].filter { $0?.isActive == true }.count
+        snapshot.timers += adapterWatch.activeTimers
         if let connection = session.connection, connection.isOpen {
             snapshot.connection = connection.diagnostics
         }

@@ -6,35 +6,14 @@ extension CentralManager {
     // MARK: Cache events
 
     @BleLoop func cacheEvent(_ event: CacheEvent) {
+        adapterWatch.handle(event)
         switch event {
-        case .notified:
-            // A characteristic's business: the session routes it to its peripheral.
+        case .notified, .loaded, .loadFailed, .daemonLost:
+            // A characteristic's business (the session routes it), or the adapter watch's.
             break
-        case .loaded:
-            currentStateError = nil
-            daemonAbsence?.cancel()
-            daemonAbsence = nil
-            chooseAdapter()
-            adoptKnownDevices()
-        case .loadFailed(let error):
-            currentStateError = error
-            if case .accessDenied = error { return setState(.unauthorized) }
-            setState(.unsupported)
-            // A daemon that just claimed its name may not answer GetManagedObjects yet; try
-            // again while it is on the bus.
-            loadRetry = LoopTimer.scheduled(after: .seconds(1)) { [weak self] in self?.cache?.reload() }
-        case .daemonLost:
-            daemonLost(error: .bluetoothRestarted)
-            watchDaemonAbsence()
         case .added(let path, let interfaces):
-            if interfaces.contains(BlueZ.adapter) { chooseAdapter() }
             if interfaces.contains(BlueZ.device) { deviceAppeared(path) }
         case .removed(let path, let interfaces, let last):
-            if interfaces.contains(BlueZ.adapter), path == adapterPath {
-                adapterPath = nil
-                for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
-                chooseAdapter()
-            }
             if interfaces.contains(BlueZ.device), let address = last[BlueZ.device]?[BlueZ.Device1.address] {
                 peripheralsByAddress[address]?.deviceRemoved()
             }
@@ -44,7 +23,6 @@ extension CentralManager {
             case BlueZ.LEAdvertisingManager1.interface where path == adapterPath:
                 if BlueZ.LEAdvertisingManager1.activeInstances.isPresent(in: changed) { warnIfScanningOnAdvertisingAdapter() }
             case BlueZ.adapter where path == adapterPath:
-                if BlueZ.Adapter1.powered.isPresent(in: changed) || BlueZ.Adapter1.powerState.isPresent(in: changed) { updateStateFromAdapter() }
                 if changed[BlueZ.Adapter1.discovering] == false, discovery == .running, scan != nil, currentState == .poweredOn {
                     // Another client or a power cycle ended discovery; our request still stands.
                     discovery = .idle
@@ -63,6 +41,29 @@ extension CentralManager {
         }
     }
 
+    /// What the adapter watch saw, as the central's business.
+    @BleLoop func adapterEvent(_ event: AdapterEvent) {
+        switch event {
+        case .loaded:
+            adoptKnownDevices()
+        case .daemonLost:
+            daemonLost(error: .bluetoothRestarted)
+        case .busLost:
+            daemonLost(error: .noBus("the D-Bus connection closed"))
+        case .adapterRemoved:
+            for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
+        case .adapterChosen:
+            break
+        case .stateChanged(let previous, let state):
+            setState(state)
+            if state == .poweredOn, scan != nil { beginDiscovery() }
+            if state == .poweredOff, previous == .poweredOn {
+                discovery = .idle
+                for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
+            }
+        }
+    }
+
     /// Device properties an advertisement changes: a change to any means the device was heard.
     static let advertisingKeys: Set<String> = [BlueZ.Device1.rssi.name, BlueZ.Device1.manufacturerData.name, BlueZ.Device1.serviceData.name,
                                                BlueZ.Device1.name.name, BlueZ.Device1.alias.name, BlueZ.Device1.uuids.name,
@@ -74,25 +75,6 @@ extension CentralManager {
     nonisolated static func changesAdvertising(_ changed: PropertyMap) -> Bool {
         for key in changed.keys where advertisingKeys.contains(key) { return true }
         return false
-    }
-
-    @BleLoop func chooseAdapter() {
-        guard let cache, cache.isLoaded else { return }
-        let adapters = cache.all(with: BlueZ.adapter)
-        if let current = adapterPath, adapters.contains(current) { return updateStateFromAdapter() }
-        let wanted = options.adapter?.uppercased()
-        if let wanted {
-            adapterPath = adapters.first {
-                $0.lastElement.uppercased() == wanted || cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address]?.uppercased() == wanted
-            }
-        } else {
-            // An adapter does not hear its own advertisements: leave an advertising one (a
-            // peripheral on this machine) to it and scan from another.
-            let powered = adapters.filter { cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.powered] == true }
-            adapterPath = powered.first { !isAdvertising($0) } ?? powered.first ?? adapters.first
-        }
-        if let adapterPath { BleLog.info("using adapter \(adapterPath)") }
-        updateStateFromAdapter()
     }
 
     /// True when the adapter this manager scans on is advertising (a peripheral role on this
@@ -112,52 +94,14 @@ extension CentralManager {
             + "(CentralManagerOptions.adapter)")
     }
 
-    @BleLoop func updateStateFromAdapter() {
-        guard let cache, cache.isLoaded else { return }
-        guard let adapterPath, let properties = cache.properties(adapterPath, BlueZ.adapter) else {
-            currentStateError = nil
-            return setState(.unsupported)
-        }
-        // PowerState exists only with experimental features (5.66 has none); Powered decides otherwise.
-        let powerState = properties[BlueZ.Adapter1.powerState]
-        let powered = properties[BlueZ.Adapter1.powered] == true && (powerState == nil || powerState == "on")
-        if !powered, options.powerOnAdapter, powerState != "off-blocked" {
-            callBlueZ(adapterPath, BlueZ.properties, "Set", [.string(BlueZ.adapter), .string(BlueZ.Adapter1.powered.name), .variant(BlueZ.Adapter1.powered.encode(true))]) { result in
-                if case .failure(let error) = result { BleLog.warning("could not power on \(adapterPath): \(error)") }
-            }
-        }
-        let previous = currentState
-        setState(powered ? .poweredOn : .poweredOff)
-        if powered, previous != .poweredOn, scan != nil { beginDiscovery() }
-        if !powered, previous == .poweredOn {
-            discovery = .idle
-            for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .poweredOff, report: true) }
-        }
-    }
-
-    /// bluetoothd left: fail everything, report disconnections, wait for its return.
+    /// bluetoothd (or the bus) left: fail everything and report disconnections.
     @BleLoop func daemonLost(error: BleError) {
         for path in Array(removalWaiters.keys) { deviceObjectRemoved(path) }
         discovery = .idle
-        adapterPath = nil
         // The new daemon's devices are new objects: report them again when the scan resumes.
         scan?.reported.removeAll()
-        setState(.resetting)
         for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: error, report: true) }
         for peripheral in peripheralsByAddress.values { peripheral.forgetObjects() }
-    }
-
-    /// bluetoothd does not come back on its own (not restarted, not installed): after
-    /// `options.bluetoothdReturnTimeout` the state says so instead of `resetting` forever.
-    @BleLoop func watchDaemonAbsence() {
-        daemonAbsence?.cancel()
-        let limit = options.bluetoothdReturnTimeout
-        daemonAbsence = LoopTimer.scheduled(after: limit) { [weak self] in
-            guard let self, !self.closed, self.currentState == .resetting else { return }
-            self.daemonAbsence = nil
-            self.currentStateError = .serviceUnknown("bluetoothd left the bus and has not returned within \(limit)")
-            self.setState(.unsupported)
-        }
     }
 
     @BleLoop func adoptKnownDevices() {

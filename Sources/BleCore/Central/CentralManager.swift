@@ -33,15 +33,14 @@ public final class CentralManager: Manager, @unchecked Sendable {
         set { delegateBox.value = WeakDelegate(value: newValue) }
     }
 
+    /// The adapter and bluetoothd as this manager sees them (shared with the peripheral role).
+    let adapterWatch: AdapterWatch
+
     // Loop-confined state.
-    /// Retries a failed GetManagedObjects.
-    @BleLoop var loadRetry: LoopTimer?
-    /// Runs while bluetoothd is away: `resetting` turns into `unsupported` when it fires.
-    @BleLoop var daemonAbsence: LoopTimer?
     @BleLoop var cache: ObjectCache? { session.cache }
-    @BleLoop var adapterPath: ObjectPath?
+    @BleLoop var adapterPath: ObjectPath? { adapterWatch.adapterPath }
     @BleLoop var currentState: ManagerState = .unknown
-    @BleLoop var currentStateError: BleError?
+    @BleLoop var currentStateError: BleError? { adapterWatch.stateError }
     @BleLoop var peripheralsByAddress: [String: Peripheral] = [:]
     @BleLoop var scan: ScanRequest?
     /// This client's discovery session on the adapter (see `DiscoveryPhase`).
@@ -66,7 +65,10 @@ public final class CentralManager: Manager, @unchecked Sendable {
     ///   - options: bus, adapter, timeouts and retry policy.
     public init(delegate: CentralManagerDelegate?, queue: DispatchQueue?, options: CentralManagerOptions = CentralManagerOptions()) {
         self.options = options
-        self.session = BlueZSession(options: options, callbacks: CallbackQueue(queue: queue))
+        let session = BlueZSession(options: options, callbacks: CallbackQueue(queue: queue))
+        self.session = session
+        adapterWatch = AdapterWatch(session: session, configuration: AdapterWatch.Configuration(
+            wanted: options.adapter, powerOn: options.powerOnAdapter, returnTimeout: options.bluetoothdReturnTimeout, role: .central))
         super.init()
         delegateBox.value = WeakDelegate(value: delegate)
         LoopBridge.async { [self] in
@@ -155,38 +157,30 @@ public final class CentralManager: Manager, @unchecked Sendable {
 
     // MARK: - Loop side
 
-    @BleLoop var currentAdapterAddress: String? {
-        adapterPath.flatMap { cache?.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address] }
-    }
+    @BleLoop var currentAdapterAddress: String? { adapterWatch.adapterAddress }
 
     @BleLoop private func open() async {
         guard !closed else { return }
         session.central = self
+        adapterWatch.onEvent = { [weak self] event in self?.adapterEvent(event) }
         session.onCentralEvent = { [weak self] event in self?.cacheEvent(event) }
-        session.onBusLost = { [weak self] in self?.busLost() }
+        session.onBusLost = { [weak self] in
+            guard let self, !self.closed else { return }
+            self.adapterWatch.busFailed(.noBus("the D-Bus connection closed"), lost: true)
+        }
         do {
             try await session.open()
         } catch {
             BleLog.error("cannot open the D-Bus bus: \(error)")
-            currentStateError = error
-            setState(.unsupported)
+            adapterWatch.busFailed(error, lost: false)
         }
-    }
-
-    @BleLoop private func busLost() {
-        guard !closed else { return }
-        daemonLost(error: .noBus("the D-Bus connection closed"))
-        daemonAbsence?.cancel()
-        currentStateError = .noBus("the D-Bus connection closed")
-        setState(.unsupported)
     }
 
     @BleLoop private func shutDown() {
         guard !closed else { return }
         if scan != nil { endScan() }
         closed = true
-        daemonAbsence?.cancel()
-        loadRetry?.cancel()
+        adapterWatch.stop()
         for peripheral in peripheralsByAddress.values { peripheral.linkLost(error: .cancelled, report: false) }
         session.close(.cancelled)
     }

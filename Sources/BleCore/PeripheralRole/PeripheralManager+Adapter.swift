@@ -5,18 +5,17 @@ import Foundation
 extension PeripheralManager {
     @BleLoop func open() async {
         guard !closed else { return }
+        adapterWatch.onEvent = { [weak self] event in self?.adapterEvent(event) }
         session.onCentralEvent = { [weak self] event in self?.cacheEvent(event) }
         session.onBusLost = { [weak self] in
             guard let self, !self.closed else { return }
-            self.currentStateError = .noBus("the D-Bus connection closed")
-            self.setState(.unsupported)
+            self.adapterWatch.busFailed(.noBus("the D-Bus connection closed"), lost: true)
         }
         do {
             try await session.open()
         } catch {
             BleLog.error("cannot open the D-Bus bus: \(error)")
-            currentStateError = error
-            setState(.unsupported)
+            adapterWatch.busFailed(error, lost: false)
             return
         }
         installOwnerCheck()
@@ -28,7 +27,7 @@ extension PeripheralManager {
     @BleLoop func shutDown() {
         guard !closed else { return }
         closed = true
-        daemonAbsence?.cancel()
+        adapterWatch.stop()
         compatibilityAdvertisement = nil
         for path in Array(advertisements.keys) { endAdvertisement(path: path, cancelled: true) }
         unregisterApplication()
@@ -38,49 +37,35 @@ extension PeripheralManager {
     }
 
     @BleLoop func cacheEvent(_ event: CacheEvent) {
+        adapterWatch.handle(event)
         switch event {
-        case .notified:
+        case .notified, .loaded, .loadFailed, .daemonLost:
             break
-        case .loaded:
-            currentStateError = nil
-            daemonAbsence?.cancel()
-            daemonAbsence = nil
-            chooseAdapter()
-        case .loadFailed(let error):
-            currentStateError = error
-            if case .accessDenied = error { setState(.unauthorized) } else { setState(.unsupported) }
-        case .daemonLost:
-            // bluetoothd forgets applications and advertisements; they are registered again
-            // when it returns (as `peripheral.py` does on bluetoothd 5.66).
-            daemonGone()
-            setState(.resetting)
-            let limit = session.options.bluetoothdReturnTimeout
-            daemonAbsence = LoopTimer.scheduled(after: limit) { [weak self] in
-                guard let self, !self.closed, self.currentState == .resetting else { return }
-                self.currentStateError = .serviceUnknown("bluetoothd left the bus and has not returned within \(limit)")
-                self.setState(.unsupported)
-            }
         case .added(let path, let interfaces):
-            if interfaces.contains(BlueZ.adapter) || interfaces.contains(BlueZ.GattManager1.interface) { chooseAdapter() }
             if interfaces.contains(BlueZ.device) { deviceChanged(path) }
         case .removed(let path, let interfaces, _):
-            if interfaces.contains(BlueZ.adapter), path == adapterPath {
-                daemonGone()
-                adapterPath = nil
-                chooseAdapter()
-            }
             if interfaces.contains(BlueZ.device), let central = centralsByPath.removeValue(forKey: path), central.isConnected {
                 centralLeft(central)
             }
         case .changed(let path, let interface, let changed, _):
-            switch interface {
-            case BlueZ.adapter where path == adapterPath:
-                if BlueZ.Adapter1.powered.isPresent(in: changed) { updateStateFromAdapter() }
-            case BlueZ.device where path.parent == adapterPath:
-                if BlueZ.Device1.connected.isPresent(in: changed) { deviceChanged(path) }
-            default:
-                break
-            }
+            if interface == BlueZ.device, path.parent == adapterPath, BlueZ.Device1.connected.isPresent(in: changed) { deviceChanged(path) }
+        }
+    }
+
+    /// What the adapter watch saw, as the serving side's business.
+    @BleLoop func adapterEvent(_ event: AdapterEvent) {
+        switch event {
+        case .loaded:
+            break
+        case .daemonLost, .busLost, .adapterRemoved:
+            // bluetoothd forgets applications and advertisements; they are registered again
+            // when it (or the adapter) returns (as `peripheral.py` does on bluetoothd 5.66).
+            daemonGone()
+        case .adapterChosen:
+            adoptCentrals()
+        case .stateChanged(_, let state):
+            setState(state)
+            if state == .poweredOn { registrationsDue() }
         }
     }
 
@@ -97,40 +82,6 @@ extension PeripheralManager {
         for central in centralsByPath.values where central.isConnected { centralLeft(central) }
         centralsByPath.removeAll()
         flow.reset()
-    }
-
-    @BleLoop func chooseAdapter() {
-        guard let cache = session.cache, cache.isLoaded else { return }
-        let adapters = cache.all(with: BlueZ.adapter)
-        if let current = adapterPath, adapters.contains(current) { return updateStateFromAdapter() }
-        func powered(_ path: ObjectPath) -> Bool { cache.properties(path, BlueZ.adapter)?[BlueZ.Adapter1.powered] == true }
-        func discovering(_ path: ObjectPath) -> Bool { cache.properties(path, BlueZ.adapter)?[BlueZ.Adapter1.discovering] == true }
-        if let wanted = options.adapter?.uppercased() {
-            adapterPath = adapters.first {
-                $0.lastElement.uppercased() == wanted || cache.properties($0, BlueZ.adapter)?[BlueZ.Adapter1.address]?.uppercased() == wanted
-            }
-        } else {
-            // An adapter does not hear its own advertisements: leave a scanning one to the central.
-            adapterPath = adapters.first { powered($0) && !discovering($0) } ?? adapters.first(where: powered) ?? adapters.first
-        }
-        if let adapterPath { BleLog.info("peripheral manager serving on \(adapterPath)") }
-        updateStateFromAdapter()
-        adoptCentrals()
-    }
-
-    @BleLoop func updateStateFromAdapter() {
-        guard let cache = session.cache, cache.isLoaded else { return }
-        guard let adapterPath, let properties = cache.properties(adapterPath, BlueZ.adapter) else {
-            currentStateError = nil
-            return setState(.unsupported)
-        }
-        guard cache.properties(adapterPath, BlueZ.GattManager1.interface) != nil else {
-            currentStateError = .operationNotSupported("the adapter \(adapterPath.lastElement) has no GattManager1 (no LE peripheral role)")
-            return setState(.unsupported)
-        }
-        let powered = properties[BlueZ.Adapter1.powered] == true
-        setState(powered ? .poweredOn : .poweredOff)
-        if powered { registrationsDue() }
     }
 
     /// Registers what should be registered and is not (after start, power-on, a restart).

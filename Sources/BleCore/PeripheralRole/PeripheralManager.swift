@@ -40,9 +40,11 @@ public final class PeripheralManager: Manager, @unchecked Sendable {
     }
 
     // Loop-confined state.
+    /// The adapter and bluetoothd as this manager sees them (shared with the central role).
+    let adapterWatch: AdapterWatch
     @BleLoop var currentState: ManagerState = .unknown
-    @BleLoop var currentStateError: BleError?
-    @BleLoop var adapterPath: ObjectPath?
+    @BleLoop var currentStateError: BleError? { adapterWatch.stateError }
+    @BleLoop var adapterPath: ObjectPath? { adapterWatch.adapterPath }
     @BleLoop var closed = false
     @BleLoop var services: [ExportedService] = []
     @BleLoop var nextServiceIndex = 0
@@ -57,7 +59,6 @@ public final class PeripheralManager: Manager, @unchecked Sendable {
     /// The advertisement of CoreBluetooth's `startAdvertising(_:)`, held by the manager.
     @BleLoop var compatibilityAdvertisement: AdvertisementRegistration?
     @BleLoop var flow = NotificationFlow()
-    @BleLoop var daemonAbsence: LoopTimer?
     @BleLoop var warnedAboutSubsets = false
     /// A request named a device that is not on the serving adapter (said once).
     @BleLoop var warnedAboutUnknownDevices = false
@@ -79,9 +80,13 @@ public final class PeripheralManager: Manager, @unchecked Sendable {
         let process = ProcessInfo.processInfo.processIdentifier
         applicationRoot = (try? ObjectPath("/org/blekit/peripheral\(process)_\(number)")) ?? "/org/blekit/peripheral"
         advertisingRoot = (try? ObjectPath("/org/blekit/advertising\(process)_\(number)")) ?? "/org/blekit/advertising"
-        session = BlueZSession(options: CentralManagerOptions(bus: options.bus, adapter: options.adapter,
-                                                              operationTimeout: .seconds(10)),
-                               callbacks: CallbackQueue(queue: queue))
+        let session = BlueZSession(options: CentralManagerOptions(bus: options.bus, adapter: options.adapter,
+                                                                  operationTimeout: .seconds(10),
+                                                                  bluetoothdReturnTimeout: options.bluetoothdReturnTimeout),
+                                   callbacks: CallbackQueue(queue: queue))
+        self.session = session
+        adapterWatch = AdapterWatch(session: session, configuration: AdapterWatch.Configuration(
+            wanted: options.adapter, powerOn: options.powerOnAdapter, returnTimeout: options.bluetoothdReturnTimeout, role: .peripheral))
         super.init()
         delegateBox.value = WeakDelegate(value: delegate)
         LoopBridge.async { [self] in

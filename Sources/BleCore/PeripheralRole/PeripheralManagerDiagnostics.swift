@@ -56,7 +56,7 @@ extension PeripheralManager {
         snapshot.discardedWrites = discardedWrites
         snapshot.notificationsInFlight = flow.outstanding
         // Each unanswered request holds its deadline timer.
-        snapshot.timers = unansweredRequestCount + (daemonAbsence?.isActive == true ? 1 : 0)
+        snapshot.timers = unansweredRequestCount + adapterWatch.activeTimers
         for service in services {
             for record in service.characteristics {
                 if record.awaitingConfirmation { snapshot.indicationsAwaitingConfirmation += 1 }

@@ -21,11 +21,21 @@ public struct PeripheralManagerOptions: Sendable {
     /// tells which services and advertisement BleKit registered again after bluetoothd
     /// restarted or the adapter came back (see `CBPeripheralManagerOptionRestoreIdentifierKey`).
     public var restoreIdentifier: String?
+    /// Sets `Powered=true` on the serving adapter when it is off (BlueZ's Powered is not
+    /// persistent), as `CentralManagerOptions.powerOnAdapter` does for the central.
+    public var powerOnAdapter: Bool
+    /// How long `state` stays `resetting` after bluetoothd left the bus before it turns into
+    /// `unsupported` with `stateError` saying bluetoothd is not running (services and
+    /// advertisements are still registered again when it comes back later).
+    public var bluetoothdReturnTimeout: Duration
 
     /// Defaults suited to real hardware.
     public init(bus: BleBus = .system, adapter: String? = nil, requestTimeout: Duration = .seconds(5),
-                acquireSockets: Bool = true, notificationWindow: Int = 32, restoreIdentifier: String? = nil) {
+                acquireSockets: Bool = true, notificationWindow: Int = 32, restoreIdentifier: String? = nil,
+                powerOnAdapter: Bool = false, bluetoothdReturnTimeout: Duration = .seconds(15)) {
         self.restoreIdentifier = restoreIdentifier
+        self.powerOnAdapter = powerOnAdapter
+        self.bluetoothdReturnTimeout = bluetoothdReturnTimeout
         self.bus = bus
         self.adapter = adapter
         self.requestTimeout = requestTimeout
