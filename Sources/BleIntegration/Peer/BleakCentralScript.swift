@@ -14,7 +14,6 @@ import json
 import sys
 
 from bleak import BleakClient, BleakScanner
-from bleak.exc import BleakError
 
 ADAPTER, NAME, SERVICE, COMMAND, RESPONSE, TICKER = sys.argv[1:7]
 
@@ -44,28 +43,12 @@ async def find():
     return found["device"], found["advertisement"]
 
 
-async def connected(device):
-    # What bleak users do (bleak-retry-connector's establish_connection, Home Assistant): on
-    # the real daemon under load, bleak's connect sometimes ends with "failed to discover
-    # services, device disconnected" right after ServicesResolved, and bleak's own clean-up
-    # then calls Disconnect (BleSim's README, "bleak's connect that disconnects itself"). A
-    # new attempt starts once bleak's Disconnect has returned; each retry is said on stderr.
-    for attempt in range(1, 4):
-        client = BleakClient(device, timeout=30.0)
-        try:
-            await client.connect()
-            return client
-        except BleakError as error:
-            if "device disconnected" not in str(error) or attempt == 3:
-                raise
-            print(f"bleak connect attempt {attempt} failed: {error}; connecting again", file=sys.stderr, flush=True)
-
-
 async def main():
     device, advertisement = await find()
     say(step="scan", name=advertisement.local_name, service_uuids=sorted(advertisement.service_uuids),
         manufacturer_data={str(key): value.hex() for key, value in sorted(advertisement.manufacturer_data.items())})
-    client = await connected(device)
+    client = BleakClient(device, timeout=30.0)
+    await client.connect()
     try:
         await exercise(client)
     finally:

@@ -251,20 +251,30 @@ enum PeripheralFlowScenarios {
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in context.backend.peerEnvironment { environment[key] = value }
         environment["PYTHONUNBUFFERED"] = "1"
-        let log = NSTemporaryDirectory() + "blekit-bleak-central-\(getpid()).log"
         let arguments = [python, script, context.backend.centralAdapter, "blekit-bleak", service.uuidString128.lowercased(),
                          command.uuidString128.lowercased(), response.uuidString128.lowercased(), ticker.uuidString128.lowercased()]
-        let child = try ChildProcess(arguments: arguments, environment: environment, standardErrorPath: log)
-        context.onCleanup { child.stop() }
-        let (status, output) = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: 120)) }
+        // On the real daemon under load, bleak's connect (or its first notifications) sometimes
+        // fails on the central's side alone (BleSim's README, "bleak's connect that disconnects
+        // itself"); bleak's users retry with a fresh client (bleak-retry-connector), and so does
+        // this scenario, with a fresh bleak process, at most three times, each retry said.
+        var failures: [String] = []
+        var output = ""
+        for attempt in 1...3 {
+            let (status, printed, errors) = try await runBleak(arguments, environment: environment, context: context)
+            if status == 0 {
+                output = printed
+                break
+            }
+            let reason = "bleak exited with \(status.map(String.init) ?? "a timeout"): \(errors.suffix(1000))"
+            failures.append(reason)
+            guard attempt < 3 else { throw ScenarioFailure(failures.enumerated().map { "attempt \($0 + 1): \($1)" }.joined(separator: "\n")) }
+            print("note: outside.bleakCentral: attempt \(attempt) failed, running bleak again: \(reason.prefix(300))")
+            // The server must see this attempt's link end before the next one's starts.
+            try await server.events.wait("the failed attempt's link to end", timeout: context.eventDeadline) { events in
+                events.filter { $0 == "central connected" }.count == events.filter { $0 == "central disconnected" }.count
+            }
         }
         for line in output.split(separator: "\n") { context.step("bleak \(line)") }
-        let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        try? FileManager.default.removeItem(atPath: log)
-        try context.expect(status == 0, "bleak exited with \(status.map(String.init) ?? "a timeout"): \(errors.suffix(2000))")
-        // A connect bleak had to repeat passes, and is said, so a run that needed it shows.
-        for line in errors.split(separator: "\n") where line.contains("connecting again") { print("note: outside.bleakCentral: \(line)") }
         let expected = [
             #"{"step": "scan", "name": "blekit-bleak", "service_uuids": ["\#(service.uuidString128.lowercased())"], "manufacturer_data": {"65535": "42"}}"#,
             #"{"step": "read", "value": "2a"}"#,
@@ -276,6 +286,22 @@ enum PeripheralFlowScenarios {
         for what in ["central connected", "read", "subscribed response", "write 0102", "subscribed ticker", "central disconnected"] {
             try await wait(server, what, context)
         }
+    }
+
+    /// Runs the bleak script once: its exit status (nil: timed out), its stdout (the steps) and
+    /// its stderr (the reason it failed).
+    @BleLoop
+    static func runBleak(_ arguments: [String], environment: [String: String],
+                         context: ScenarioContext) async throws -> (Int32?, String, String) {
+        let log = NSTemporaryDirectory() + "blekit-bleak-central-\(getpid()).log"
+        let child = try ChildProcess(arguments: arguments, environment: environment, standardErrorPath: log)
+        context.onCleanup { child.stop() }
+        let (status, output) = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: 120)) }
+        }
+        let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: log)
+        return (status, output, errors)
     }
 
     // MARK: What the advertisement carries, and what fits
