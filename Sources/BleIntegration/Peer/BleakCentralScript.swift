@@ -27,7 +27,10 @@ async def find():
     event = asyncio.Event()
 
     def seen(device, advertisement):
-        if advertisement.local_name == NAME and "device" not in found:
+        # The name and the service UUID can come in separate reports (advertisement and scan
+        # response), and a device bluetoothd already knows is reported on its first change:
+        # wait for the report that carries both.
+        if advertisement.local_name == NAME and SERVICE in advertisement.service_uuids and "device" not in found:
             found["device"], found["advertisement"] = device, advertisement
             event.set()
 
