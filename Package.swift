@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(name: "ExamplesTests", dependencies: ["BleTestSupport"]),
         // scripts/check-doc-snippets (make test) on fixture documents: good blocks pass, each bad kind fails.
         .testTarget(name: "DocSnippetTests", dependencies: ["BleTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
         .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
         // The pairing agent, pair() and bonds, against BleSim's agent calls on both sides.
