@@ -5,8 +5,30 @@ import Foundation
 /// The delegate of the CLI's central and peripherals: every callback becomes a `CentralEvent`.
 final class CentralEventRelay: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
     let inbox: EventInbox<CentralEvent>
+    /// Names BlueZ gave connected devices (the GAP Device Name it reads on connecting), kept
+    /// here rather than in the inbox: they change while no command waits, and bluetoothd takes
+    /// a complete advertised name back at the device's next advertisement, so one that is not
+    /// caught as it changes is never seen again.
+    private let renamed = NSLock()
+    private var names: [(address: String, name: String)] = []
 
     init(inbox: EventInbox<CentralEvent>) { self.inbox = inbox }
+
+    /// The names seen change since the last call, oldest first.
+    func takeNames() -> [(address: String, name: String)] {
+        renamed.lock()
+        defer { renamed.unlock() }
+        let taken = names
+        names.removeAll()
+        return taken
+    }
+
+    func peripheralDidUpdateName(_ peripheral: Peripheral) {
+        guard let name = peripheral.name else { return }
+        renamed.lock()
+        names.append((peripheral.address, name))
+        renamed.unlock()
+    }
 
     func centralManagerDidUpdateState(_ central: CentralManager) { inbox.post(.state(central.state)) }
     func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi RSSI: Int) {

@@ -86,6 +86,7 @@ final class CentralSession {
 
     /// Writes what was learned; a failure is a warning (once), the command itself worked.
     private func saveNames() {
+        rememberRenames()
         do throws(NameMemory.SaveError) {
             try names.save()
         } catch {
@@ -114,8 +115,15 @@ final class CentralSession {
         }
     }
 
+    /// Keeps the names BlueZ gave connected devices since the last look.
+    private func rememberRenames() {
+        guard let adapterAddress else { return }
+        for (address, name) in relay.takeNames() { names.remember(name, address: address, adapter: adapterAddress) }
+    }
+
     /// Keeps what a discovery or connection event tells, for commands that look a device up by name.
     func record(_ event: CentralEvent) {
+        rememberRenames()
         if case .discovered(let peripheral, let advertisement, let rssi) = event {
             known[peripheral.address] = (peripheral, advertisement, rssi)
             if let name = advertisement.localName, let adapterAddress { names.remember(name, address: peripheral.address, adapter: adapterAddress) }
