@@ -72,14 +72,17 @@ import Testing
         _ = try await stack.run(EchoCommand(cmdData: Data([0x02, 0x00]), timeOutInterval: 30))
         // Its deadline (1.5 s from its start) falls inside the silent command's 4 s; the margin is
         // for a loaded machine, where an echo can take most of a second.
-        let answered = try await stack.run(EchoCommand(cmdData: Data([0x02, 0x01]), timeOutInterval: 1.5))
+        // Both scale with the tests' clock (a sanitized echo takes seconds), so the short one's
+        // deadline still falls inside the long one's, which is what this checks.
+        let short = TestTime.scaled(1.5), long = TestTime.scaled(4.0)
+        let answered = try await stack.run(EchoCommand(cmdData: Data([0x02, 0x01]), timeOutInterval: short))
         try #require(answered.value == [Data([0x02, 0x01])], "the short command was not answered in time")
         let started = ContinuousClock.now
-        let silent = try await stack.run(EchoCommand(cmdData: Data([0x03]), timeOutInterval: 4))
+        let silent = try await stack.run(EchoCommand(cmdData: Data([0x03]), timeOutInterval: long))
         let waited = ContinuousClock.now - started
-        #expect(silent.error as? PeripheralCommandError == .timeout(seconds: 4))
+        #expect(silent.error as? PeripheralCommandError == .timeout(seconds: long))
         // A lower bound only: a loaded machine can make it later, never earlier.
-        #expect(waited >= .milliseconds(3_950), "timed out after \(waited)")
+        #expect(waited >= .seconds(long) - .milliseconds(50), "timed out after \(waited)")
         #expect(stack.engine.pendingCommandCount == 0)
     }
 

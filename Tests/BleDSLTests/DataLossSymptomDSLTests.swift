@@ -34,7 +34,8 @@ struct DataLossSymptomDSLTests {
             engine.executable(option: EchoCommand(cmdData: Data([0x02, UInt8(index)])), completion: { results.appendFromAnyThread($0) })
         }
         try await results.wait(count: 3)
-        #expect(results.events.map { $0.value } == [[Data([0x02, 0])], [Data([0x02, 1])], [Data([0x02, 2])]])
+        #expect(results.events.map { $0.value } == [[Data([0x02, 0])], [Data([0x02, 1])], [Data([0x02, 2])]],
+                "\(results.events.map { result in result.error.map { "error: \($0)" } ?? "value" })")
     }
 
     // 4. At MTU 517 the default chunk was 514 bytes, which bluetoothd's server drops: every

@@ -43,6 +43,28 @@ import Testing
             #expect(ScenarioTests.scenarioNames.contains(difference.scenario), "known difference for unknown scenario \(difference.scenario)")
         }
     }
+
+    /// A new capability's scenario is one file in Sources/BleIntegration/Scenarios: a scenario
+    /// written there but left out of its group's `all`, or a group left out of
+    /// `ScenarioRunner.allScenarios`, would never run on either BlueZ, and nothing else would say so.
+    @Test func everyScenarioWrittenInTheScenariosFolderRuns() throws {
+        let folder = Self.parity.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/BleIntegration/Scenarios")
+        let declaration = try Regex(#"IntegrationScenario\(\s*"([A-Za-z0-9]+\.[A-Za-z0-9]+)""#)
+        var written: [String: String] = [:]
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: declaration) {
+                if let name = match.output[1].substring { written[String(name)] = file }
+            }
+        }
+        #expect(written.count >= 20, "the scan found only \(written.count) scenarios; has the declaration's shape changed?")
+        let registered = ScenarioRunner.allScenarios.map(\.name)
+        #expect(Set(registered).count == registered.count, "two scenarios share a name: \(registered.sorted())")
+        for (name, file) in written.sorted(by: { $0.key < $1.key }) {
+            #expect(registered.contains(name), "scenario \(name) in \(file) never runs: add it to its group's `all` (and the group to ScenarioRunner.allScenarios)")
+        }
+    }
 }
 
 /// The comparison itself: alignment and the verdicts.

@@ -135,7 +135,10 @@ struct DSLNeverWaitsSilentlyTests {
         defer { stack.tearDown() }
         let states = StateLog(recorder: EventRecorder())
         stack.manager.centralManager.multiDelegate.addDelegate(states)
-        stack.execute([.connect(.uuid(Device.address)), .handle(stack.device)])
+        // The README's 10 s wait, at the tests' clock: the test powers the adapter on within it
+        // (the wait it checks), and a sanitized run reaches poweredOff itself only after seconds.
+        stack.execute([.connect(.uuid(Device.address)), .handle(stack.device),
+                       .powerOnTimeout(TestTime.scaled(BleManagerCommand.defaultPowerOnTimeout))])
         // The command has seen poweredOff (FXBlueTooth and BleKit ≤ 2 failed right here)…
         try await states.recorder.wait("poweredOff") { $0.contains(.poweredOff) }
         #expect(stack.events.events.isEmpty)

@@ -75,6 +75,7 @@ public enum IncludedServicesScenarios {
         try await wait("added \(outer.uuidString) ok")
         let registration = manager.startAdvertising(Advertisement(localName: name, serviceUUIDs: [outer]))
         try await wait("advertisement active")
+        context.refreshOnDiscovery(manager, registration)
 
         let central = try await context.central()
         let peripheral = try await context.discoverPeer(central, services: [outer], name: name)

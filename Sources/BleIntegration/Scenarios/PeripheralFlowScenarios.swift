@@ -97,6 +97,7 @@ enum PeripheralFlowScenarios {
         try await server.events.wait("advertisement answered", timeout: context.eventDeadline) { events in
             events.contains { $0.hasPrefix("advertisement \(registration.path) ") && !$0.hasSuffix(" registering") }
         }
+        context.refreshOnDiscovery(manager, registration)
         return registration
     }
 

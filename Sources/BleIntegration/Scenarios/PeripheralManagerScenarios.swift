@@ -66,6 +66,7 @@ public enum PeripheralManagerScenarios {
         try await wait("added ok")
         let registration = manager.startAdvertising(Advertisement(localName: name, serviceUUIDs: [service]))
         try await wait("advertisement active")
+        context.refreshOnDiscovery(manager, registration)
         let central = try await context.central()
         let peripheral = try await context.discoverPeer(central, services: [service], name: name)
         try context.expect(try await context.connect(central, peripheral) == nil, "connect failed")
