@@ -45,14 +45,18 @@ test-bluez:
 # test checks does not change).
 SANITIZER_TIME_SCALE ?= 4
 
+# Reports are checked against the reviewed list Tests/Sanitizers/tsan-suppressions.txt (each entry
+# says why; child processes the tests start inherit it).
+TSAN_ENVIRONMENT = TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/tsan-suppressions.txt
+
 test-tsan: bootstrap
-	BLEKIT_TEST_TIME_SCALE=$(SANITIZER_TIME_SCALE) $(SWIFT) test --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
+	$(TSAN_ENVIRONMENT) BLEKIT_TEST_TIME_SCALE=$(SANITIZER_TIME_SCALE) $(SWIFT) test --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
 
 # Issue 16: the whole suite under ThreadSanitizer, then AddressSanitizer (errors and leaks checked
 # against the reviewed lists Tests/Sanitizers/asan-suppressions.txt and lsan-suppressions.txt).
 test-sanitizers: bootstrap
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan $(SWIFT_BUILD_FLAGS)
-	BLEKIT_TEST_TIME_SCALE=$(SANITIZER_TIME_SCALE) \
+	$(TSAN_ENVIRONMENT) BLEKIT_TEST_TIME_SCALE=$(SANITIZER_TIME_SCALE) \
 		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan $(SWIFT_BUILD_FLAGS)
 	BLEKIT_TEST_TIME_SCALE=$(SANITIZER_TIME_SCALE) \

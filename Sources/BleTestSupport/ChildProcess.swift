@@ -5,8 +5,14 @@ import Glibc
 ///
 /// Foundation's `Process` leaks pipe ends into grandchildren and spins while waiting; tests
 /// need a child that ends when our end of its stdin closes and a wait that costs nothing.
+// @unchecked: the output side (`buffered` and the stdout pipe) is behind `reading`; the rest is
+// set once at spawn or touched by the one thread that stops the child.
 public final class ChildProcess: @unchecked Sendable {
     private static let spawnLock = NSLock()
+    /// Readers take turns: tests read lines from whichever thread of the global pool the last
+    /// wait ran on, and without a lock nothing orders one reader's buffer with the next's
+    /// (ThreadSanitizer reported the CLI tests' successive `readLine`s as a race).
+    private let reading = NSLock()
     /// The child's process ID.
     public let pid: pid_t
     private var stdinWrite: Int32
@@ -77,6 +83,8 @@ public final class ChildProcess: @unchecked Sendable {
     /// Reads one line of the child's stdout, waiting until `deadline` at most (a point in time
     /// the caller computed, so it is not scaled again).
     public func readLine(before deadline: Date) -> String? {
+        reading.lock()
+        defer { reading.unlock() }
         while true {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffered[buffered.startIndex..<newline], as: UTF8.self)
@@ -101,6 +109,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// is killed, and the status is `nil`.
     public func runToCompletion(timeout: TimeInterval) -> (status: Int32?, output: String) {
         let deadline = Date().addingTimeInterval(TestTime.scaled(timeout))
+        reading.lock()
         var output = buffered
         buffered = Data()
         var timedOut = false
@@ -116,6 +125,7 @@ public final class ChildProcess: @unchecked Sendable {
             guard count > 0 else { break }
             output.append(contentsOf: chunk[0..<count])
         }
+        reading.unlock()
         if timedOut { kill(pid, SIGKILL) }
         let status = reap()
         return (timedOut ? nil : status, String(decoding: output, as: UTF8.self))
