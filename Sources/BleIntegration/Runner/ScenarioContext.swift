@@ -181,6 +181,27 @@ public final class ScenarioContext {
         }
     }
 
+    /// Every advertisement of the scenario sent again (see `discoverPeer`).
+    func refreshAdvertisements() {
+        for peer in peers { peer.refreshAdvertisement() }
+        for refresh in advertisementRefreshers { refresh() }
+    }
+
+    /// For a scan the context does not start itself (BleAsync's): refreshes every advertisement
+    /// once the central adapter reports `Discovering=true` (within `window`), as `discoverPeer`
+    /// does. Call it just before starting the scan; it returns at once.
+    func refreshAdvertisementsWhenDiscovering(within window: Duration = .seconds(4)) async throws {
+        let adapter = try BlueZ.rootPath.appending(backend.centralAdapter)
+        let discovering = PropertyWait(connection: try await dbus(), path: adapter, interface: BlueZ.Adapter1.interface,
+                                       name: BlueZ.Adapter1.discovering.name, value: .boolean(true))
+        try discovering.arm()
+        Task { @BleLoop [weak self] in
+            // A scan already on gives no new `true`: the refresh then comes at the window's end.
+            try? await discovering.wait(deadline: window)
+            self?.refreshAdvertisements()
+        }
+    }
+
     // MARK: The central
 
     /// BleKit's central on the central adapter, once it reports `poweredOn`.
@@ -234,8 +255,7 @@ public final class ScenarioContext {
             do {
                 // (A timeout here is the attempt's: the scan is restarted below.)
                 try? await discovering.wait(deadline: attempt)
-                for peer in peers { peer.refreshAdvertisement() }
-                for refresh in advertisementRefreshers { refresh() }
+                refreshAdvertisements()
                 let event = try await probe.wait(since: mark, timeout: attempt, "discovery of \(name)") {
                     if case .discovered(_, let advertisement) = $0 { return advertisement.localName == name }
                     return false

@@ -18,11 +18,13 @@ public enum AsyncScenarios {
         return manager
     }
 
-    /// The peer by name; btvirt reports an advertisement once per scan start, so each attempt
-    /// is a new scan stream (which restarts the radio scan).
+    /// The peer by name; btvirt reports an advertisement once per scan start, and the kernel drops
+    /// a report it handles before its discovery is on, so each attempt is a new scan stream (which
+    /// restarts the radio scan) and the peer sends its advertisement again once discovery is on.
     @BleLoop static func findPeer(_ manager: AsyncBleManager, _ context: ScenarioContext) async throws -> AsyncDiscoveredPeripheral {
         let request = AsyncScanRequest(serviceUUIDs: [PeerProtocol.service], matcher: { $0.advertisement.localName == PeerProtocol.name })
         for _ in 0..<6 {
+            try await context.refreshAdvertisementsWhenDiscovering()
             do {
                 for try await discovered in manager.discoveries(request, timeout: 5) { return discovered }
             } catch AsyncBleClientError.timeout {
