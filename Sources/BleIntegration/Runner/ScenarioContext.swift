@@ -202,6 +202,22 @@ public final class ScenarioContext {
         }
     }
 
+    /// Removes every device object the central adapter holds (no step recorded: the transcript
+    /// stays the same whether or not a retry needed it). An outside central such as bleak reports
+    /// a device only from BlueZ's signals, and a device bluetoothd already knows with unchanged
+    /// data gives none when it is heard again: the next attempt must meet it as new.
+    func forgetDevicesOnTheCentralAdapter() async throws {
+        let connection = try await dbus()
+        let adapter = try BlueZ.rootPath.appending(backend.centralAdapter)
+        let reply = try await connection.call(destination: BlueZ.busName, path: .root, interface: FreedesktopDBus.ObjectManager.interface,
+                                              member: FreedesktopDBus.ObjectManager.getManagedObjects)
+        guard let first = reply.first else { return }
+        for (path, interfaces) in try BlueZShapes.managedObjects(first) where path.parent == adapter && interfaces[BlueZ.Device1.interface] != nil {
+            _ = try? await connection.call(destination: BlueZ.busName, path: adapter, interface: BlueZ.Adapter1.interface,
+                                           member: BlueZ.Adapter1.Method.removeDevice, arguments: [.objectPath(path)])
+        }
+    }
+
     // MARK: The central
 
     /// BleKit's central on the central adapter, once it reports `poweredOn`.
