@@ -4,7 +4,7 @@ SWIFT_BUILD_FLAGS ?=
 # Tests run serially within one process by default; Swift Testing parallelises across cores.
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: bootstrap build docs check-docs check-conversions test test-tsan test-sanitizers fuzz soak bench-stall test-bluez demo bench bench-roundtrip clean
+.PHONY: bootstrap build docs check-docs check-conversions check-bluez-names test test-tsan test-sanitizers fuzz soak bench-stall test-bluez demo bench bench-roundtrip clean
 
 bootstrap:
 	@./scripts/bootstrap
@@ -21,7 +21,12 @@ check-docs:
 check-conversions:
 	@./scripts/check-trapping-conversions
 
-test: bootstrap check-docs check-conversions
+# Issue 27: BlueZ's names (interfaces, methods, properties, options, errors, flags, path pieces)
+# are spelled only in BlueZVocabulary; a scan of BleCore, BleDSL, BleAsync and BleGateway, no build.
+check-bluez-names:
+	@./scripts/check-bluez-names
+
+test: bootstrap check-docs check-conversions check-bluez-names
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	@# Every code block of README.md, docs/, the DocC catalogs and the READMEs compiles against
 	@# the modules just built (a few seconds; the script's header lists the snippet markers).

@@ -40,6 +40,30 @@ extension BlueZ {
             public static let all = [uuids, rssi, pathloss, transport, duplicateData, discoverable, pattern]
         }
 
+        /// The values of the discovery filter's `Transport` key.
+        public enum Transport {
+            /// LE and BR/EDR (interleaved discovery).
+            public static let auto = "auto"
+            /// LE only.
+            public static let le = "le"
+            /// BR/EDR only.
+            public static let bredr = "bredr"
+        }
+
+        /// The values of `PowerState`.
+        public enum PowerStateValue {
+            /// Powered.
+            public static let on = "on"
+            /// Not powered.
+            public static let off = "off"
+            /// Powering on.
+            public static let offEnabling = "off-enabling"
+            /// Powering off.
+            public static let onDisabling = "on-disabling"
+            /// Not powered, and blocked (rfkill): powering on cannot work.
+            public static let offBlocked = "off-blocked"
+        }
+
         /// `s`: the controller's address.
         public static let address = PropertyKey<String>("Address")
         /// `s`: `public` or `random`.

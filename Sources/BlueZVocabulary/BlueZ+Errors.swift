@@ -120,10 +120,18 @@ extension BlueZ {
         /// With `NotPermitted` while an `AcquireWrite` socket is open.
         public static let writeAcquired = "Write acquired"
 
+        /// What a `Failed` message of an ATT error holds before the code's hex digits.
+        public static let attErrorMarker = "ATT error: 0x"
+        /// What a `Failed` reason of an LE `Connect` starts with (`le-connection-abort-by-local`).
+        public static let leConnectionPrefix = "le-connection-"
+        /// What a `Failed` reason of a BR/EDR `Connect` starts with; 5.66 uses it on LE too when
+        /// `Disconnect` cancels the attempt (`br-connection-canceled`).
+        public static let bredrConnectionPrefix = "br-connection-"
+
         /// With `Failed` for any other ATT error: `0x` and the code in two hex digits.
         public static func attError(_ code: UInt8) -> String {
             let digits = String(code, radix: 16)
-            return "Operation failed with ATT error: 0x" + (digits.count < 2 ? "0" + digits : digits)
+            return "Operation failed with " + attErrorMarker + (digits.count < 2 ? "0" + digits : digits)
         }
     }
 }

@@ -56,6 +56,24 @@ extension BlueZ {
             public static let prepareAuthorize = "prepare-authorize"
         }
 
+        /// The values of the `link` option.
+        public enum Link {
+            /// The access came over LE.
+            public static let le = "LE"
+            /// The access came over BR/EDR.
+            public static let bredr = "BR/EDR"
+        }
+
+        /// The values of `WriteValue`'s `type` option.
+        public enum WriteType {
+            /// A Write Command: the peer does not answer.
+            public static let command = "command"
+            /// A Write Request: the peer answers.
+            public static let request = "request"
+            /// A reliable write (prepared writes, then an execute).
+            public static let reliable = "reliable"
+        }
+
         /// `s`: the characteristic UUID.
         public static let uuid = PropertyKey<String>("UUID")
         /// `o`: the service object.

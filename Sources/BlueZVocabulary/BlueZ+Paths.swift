@@ -18,6 +18,9 @@ extension BlueZ {
             case descriptor(adapter: String, address: String, service: UInt16, characteristic: UInt16, descriptor: UInt16)
         }
 
+        /// What a device's path element starts with, before its address: `dev_`.
+        public static let deviceElementPrefix = "dev_"
+
         /// `/org/bluez/<name>`, or nil when `name` is not a path element (`hci0` is).
         public static func adapter(named name: String) -> ObjectPath? {
             try? rootPath.appending(name)
@@ -32,13 +35,13 @@ extension BlueZ {
         /// `dev_AA_BB_CC_DD_EE_FF` for `AA:BB:CC:DD:EE:FF` (any case), or nil when it is not an address.
         public static func deviceElement(address: String) -> String? {
             guard isAddress(address) else { return nil }
-            return "dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_")
+            return deviceElementPrefix + address.uppercased().replacingOccurrences(of: ":", with: "_")
         }
 
         /// The address (`AA:BB:CC:DD:EE:FF`) a `dev_…` element names, or nil for another element.
         public static func address(fromDeviceElement element: String) -> String? {
-            guard element.hasPrefix("dev_") else { return nil }
-            let address = element.dropFirst(4).replacingOccurrences(of: "_", with: ":")
+            guard element.hasPrefix(deviceElementPrefix) else { return nil }
+            let address = element.dropFirst(deviceElementPrefix.count).replacingOccurrences(of: "_", with: ":")
             return isAddress(address) ? address : nil
         }
 

@@ -60,8 +60,18 @@ extension BlueZ {
         /// `a{sv}`: service data.
         public static let serviceData = PropertyKey<[String: Data]>(
             "ServiceData", type: .dictionary(key: .string, value: .variant)) { try? BlueZShapes.serviceData($0) }
-        /// `as`: what bluetoothd should add (`tx-power`, `local-name`, …).
+        /// `as`: what bluetoothd should add (`Include`).
         public static let includes = PropertyKey<[String]>("Includes")
+
+        /// The values of `Includes` (and of the manager's `SupportedIncludes`).
+        public enum Include {
+            /// The advertising TX power.
+            public static let txPower = "tx-power"
+            /// The adapter's GAP appearance.
+            public static let appearance = "appearance"
+            /// The adapter's name.
+            public static let localName = "local-name"
+        }
         /// `s`: the name to advertise.
         public static let localName = PropertyKey<String>("LocalName")
     }

@@ -85,5 +85,14 @@ public enum FreedesktopDBus {
         public static let timedOut = "org.freedesktop.DBus.Error.TimedOut"
         /// Arguments of the wrong type.
         public static let invalidArguments = "org.freedesktop.DBus.Error.InvalidArgs"
+        /// What `UnknownObject`, `UnknownInterface`, `UnknownMethod` and `UnknownProperty` start with.
+        public static let unknownPrefix = "org.freedesktop.DBus.Error.Unknown"
+    }
+
+    /// The messages of the bus daemon's own errors that BleKit tells apart.
+    public enum ErrorMessage {
+        /// What `NoReply`'s message starts with when the callee left the bus with the call
+        /// unanswered (`Message recipient disconnected from message bus without replying`).
+        public static let recipientDisconnected = "Message recipient disconnected"
     }
 }

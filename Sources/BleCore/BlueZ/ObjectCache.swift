@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// The single source of truth for BlueZ state: every object and property under `org.bluez`.
@@ -64,7 +65,7 @@ final class ObjectCache {
             dropAll()
         }
         if let newOwner, newOwner != previous { load() } else if newOwner == nil, previous == nil, !isLoaded {
-            onEvent?(.loadFailed(.serviceUnknown("org.bluez has no owner")))
+            onEvent?(.loadFailed(.serviceUnknown(BlueZ.busName + " has no owner")))
         }
     }
 
@@ -83,7 +84,7 @@ final class ObjectCache {
         let generation = loadGeneration
         structureVersion &+= 1
         isLoaded = false
-        connection.call(destination: BlueZ.service, path: .root, interface: BlueZ.objectManager, member: "GetManagedObjects") { result in
+        connection.call(destination: BlueZ.service, path: .root, interface: BlueZ.objectManager, member: FreedesktopDBus.ObjectManager.getManagedObjects) { result in
             BleLoop.assumeIsolated { [weak self] in
                 guard let self, generation == self.loadGeneration else { return }
                 switch result {
@@ -99,7 +100,7 @@ final class ObjectCache {
                     BleLog.debug("loaded \(managed.count) BlueZ objects")
                     self.onEvent?(.loaded)
                 case .failure(let error):
-                    let mapped = BleError.from(error, operation: "GetManagedObjects")
+                    let mapped = BleError.from(error, operation: FreedesktopDBus.ObjectManager.getManagedObjects)
                     BleLog.warning("GetManagedObjects failed: \(mapped)")
                     self.onEvent?(.loadFailed(mapped))
                 }
@@ -114,7 +115,7 @@ final class ObjectCache {
         // Before the GetManagedObjects answer, everything a signal says is in that answer.
         guard isLoaded, let path = message.path else { return }
         switch (message.interface, message.member) {
-        case (BlueZ.objectManager, "InterfacesAdded"):
+        case (BlueZ.objectManager, FreedesktopDBus.ObjectManager.interfacesAdded):
             guard message.body.count == 2, case .objectPath(let object) = message.body[0],
                   let interfaces = try? BlueZShapes.interfaceMap(message.body[1]) else { return }
             var entry = objects[object] ?? [:]
@@ -123,13 +124,13 @@ final class ObjectCache {
             objects[object] = entry
             structureVersion &+= 1
             onEvent?(.added(object, interfaces: Set(interfaces.keys)))
-        case (BlueZ.objectManager, "InterfacesRemoved"):
+        case (BlueZ.objectManager, FreedesktopDBus.ObjectManager.interfacesRemoved):
             guard message.body.count == 2, case .objectPath(let object) = message.body[0],
                   let names = message.body[1].as([String].self), let entry = objects[object] else { return }
             var remaining = entry
             for name in names { remaining.removeValue(forKey: name) }
             structureVersion &+= 1
-            let meaningful = remaining.keys.filter { $0.hasPrefix("org.bluez.") }
+            let meaningful = remaining.keys.filter { $0.hasPrefix(BlueZ.interfacePrefix) }
             if meaningful.isEmpty {
                 objects.removeValue(forKey: object)
                 unindex(object)
@@ -137,7 +138,7 @@ final class ObjectCache {
                 objects[object] = remaining
             }
             onEvent?(.removed(object, interfaces: Set(names), lastProperties: entry))
-        case (BlueZ.properties, "PropertiesChanged"):
+        case (BlueZ.properties, FreedesktopDBus.Properties.propertiesChanged):
             guard message.body.count == 3, case .string(let interface) = message.body[0] else { return }
             if interface == BlueZ.gattCharacteristic, let value = Self.notifiedValue(message.body[1], invalidated: message.body[2]) {
                 // A notification, the commonest signal by far: routed with its bytes, without a

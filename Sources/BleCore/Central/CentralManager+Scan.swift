@@ -24,21 +24,21 @@ extension CentralManager {
     @BleLoop func discoveryFilter() -> DBusValue {
         guard let scan else { return BlueZShapes.propertyDictionary([]) }
         var pairs: [(String, DBusValue)] = [
-            ("Transport", .string(scan.options.transport.rawValue)),
+            (BlueZ.Adapter1.DiscoveryFilterKey.transport, .string(scan.options.transport.discoveryFilterValue)),
             // 5.66's code default is false despite the docs (bluez doc fix 5f901b537): say it.
-            ("DuplicateData", .boolean(scan.options.allowDuplicates)),
+            (BlueZ.Adapter1.DiscoveryFilterKey.duplicateData, .boolean(scan.options.allowDuplicates)),
         ]
         if let services = scan.services {
-            pairs.append(("UUIDs", .array(element: .string, services.map { .string($0.uuidString128) })))
+            pairs.append((BlueZ.Adapter1.DiscoveryFilterKey.uuids, .array(element: .string, services.map { .string($0.uuidString128) })))
         }
-        if let rssi = scan.options.rssiThreshold { pairs.append(("RSSI", .int16(Int16(clamping: rssi)))) }
-        if let pattern = scan.options.pattern { pairs.append(("Pattern", .string(pattern))) }
+        if let rssi = scan.options.rssiThreshold { pairs.append((BlueZ.Adapter1.DiscoveryFilterKey.rssi, .int16(Int16(clamping: rssi)))) }
+        if let pattern = scan.options.pattern { pairs.append((BlueZ.Adapter1.DiscoveryFilterKey.pattern, .string(pattern))) }
         return BlueZShapes.propertyDictionary(pairs)
     }
 
     @BleLoop func setDiscoveryFilter(then next: (@BleLoop () -> Void)? = nil) {
         guard let adapterPath else { return }
-        callBlueZ(adapterPath, BlueZ.adapter, "SetDiscoveryFilter", [discoveryFilter()]) { result in
+        callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.setDiscoveryFilter, [discoveryFilter()]) { result in
             if case .failure(let error) = result { BleLog.warning("SetDiscoveryFilter failed: \(error); scanning unfiltered") }
             next?()
         }
@@ -51,7 +51,7 @@ extension CentralManager {
         discovery = .starting
         setDiscoveryFilter { [weak self] in
             guard let self, self.scan != nil, self.adapterPath == adapterPath else { return }
-            self.callBlueZ(adapterPath, BlueZ.adapter, "StartDiscovery") { [weak self] result in
+            self.callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.startDiscovery) { [weak self] result in
                 guard let self else { return }
                 switch result {
                 case .success, .failure(.inProgress):
@@ -76,7 +76,7 @@ extension CentralManager {
         scan = nil
         guard discovery.hasSession, let adapterPath else { return }
         discovery = .stopping
-        callBlueZ(adapterPath, BlueZ.adapter, "StopDiscovery") { [weak self] result in
+        callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.stopDiscovery) { [weak self] result in
             if let self, self.discovery == .stopping {
                 self.discovery = .idle
                 // A scan asked for while the stop was on its way starts now.
@@ -101,7 +101,7 @@ extension CentralManager {
               let properties = cache.properties(path, BlueZ.device),
               let address = properties[BlueZ.Device1.address], let peripheral = peripheralsByAddress[address] else { return }
         // Without RSSI the device was not heard in this discovery (RSSI is invalidated when it stops).
-        guard let rssi = properties[ "RSSI"]?.as(Int16.self) else { return }
+        guard let rssi = properties[BlueZ.Device1.rssi] else { return }
         // A device already reported stays silent whatever it advertises: known before the
         // advertisement is built, which is most of a scan's cost in a crowd.
         if !options.allowDuplicates, scan?.reported.contains(address) == true { return }
@@ -137,5 +137,17 @@ extension CentralManager {
                                  serviceUUIDs: (properties[BlueZ.Device1.uuids] ?? []).compactMap(BluetoothUUID.init),
                                  txPowerLevel: properties[BlueZ.Device1.txPower].map(Int.init),
                                  appearance: properties[BlueZ.Device1.appearance])
+    }
+}
+
+extension ScanOptions.Transport {
+    /// The discovery filter's `Transport` value, as the vocabulary spells it: the case names
+    /// happen to match, but the wire value should not hang on a Swift spelling.
+    var discoveryFilterValue: String {
+        switch self {
+        case .auto: return BlueZ.Adapter1.Transport.auto
+        case .le: return BlueZ.Adapter1.Transport.le
+        case .bredr: return BlueZ.Adapter1.Transport.bredr
+        }
     }
 }

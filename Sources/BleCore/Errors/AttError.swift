@@ -77,7 +77,7 @@ public enum AttError: Equatable, Hashable, Sendable, CustomStringConvertible {
 
     /// Finds `ATT error: 0x..` in a BlueZ error message.
     static func parse(_ message: String) -> AttError? {
-        guard let range = message.range(of: "ATT error: 0x") else { return nil }
+        guard let range = message.range(of: BlueZ.ErrorMessage.attErrorMarker) else { return nil }
         let digits = message[range.upperBound...].prefix { $0.isHexDigit }
         guard !digits.isEmpty, let code = UInt8(digits, radix: 16) else { return nil }
         return AttError(code: code)

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// Everything that can go wrong in BleKit's central role, as cases a caller can switch on.
@@ -132,59 +133,59 @@ public enum BleError: Error, Equatable, Sendable, CustomStringConvertible {
         let text = Self.bounded(message).trimmingCharacters(in: .whitespacesAndNewlines)
         if let att = AttError.parse(text) { return .att(att) }
         switch name {
-        case "org.bluez.Error.Failed":
+        case BlueZ.ErrorName.failed:
             if let parsed = ConnectionFailureReason.parse(text) { return .connectionFailed(parsed.reason) }
-            if text == "Not connected" { return .notConnected }
+            if text == BlueZ.ErrorMessage.notConnected { return .notConnected }
             return .failed(text)
-        case "org.bluez.Error.InProgress": return .inProgress
-        case "org.bluez.Error.NotReady": return .notReady
-        case "org.bluez.Error.NotAuthorized": return .notAuthorized(text)
-        case "org.bluez.Error.NotPermitted":
+        case BlueZ.ErrorName.inProgress: return .inProgress
+        case BlueZ.ErrorName.notReady: return .notReady
+        case BlueZ.ErrorName.notAuthorized: return .notAuthorized(text)
+        case BlueZ.ErrorName.notPermitted:
             switch text {
-            case "Read not permitted": return .att(.readNotPermitted)
-            case "Write not permitted": return .att(.writeNotPermitted)
+            case BlueZ.ErrorMessage.readNotPermitted: return .att(.readNotPermitted)
+            case BlueZ.ErrorMessage.writeNotPermitted: return .att(.writeNotPermitted)
             default: return .notPermitted(text)
             }
-        case "org.bluez.Error.NotSupported": return .notSupported
-        case "org.bluez.Error.InvalidArguments":
+        case BlueZ.ErrorName.notSupported: return .notSupported
+        case BlueZ.ErrorName.invalidArguments:
             switch text {
-            case "Invalid Length": return .att(.invalidAttributeValueLength)
-            case "Invalid offset": return .att(.invalidOffset)
+            case BlueZ.ErrorMessage.invalidLength: return .att(.invalidAttributeValueLength)
+            case BlueZ.ErrorMessage.invalidOffset: return .att(.invalidOffset)
             default: return .invalidArguments(text)
             }
-        case "org.bluez.Error.InvalidValueLength": return .invalidValueLength
-        case "org.bluez.Error.InvalidOffset": return .invalidOffset
-        case "org.bluez.Error.AlreadyConnected": return .alreadyConnected
-        case "org.bluez.Error.NotConnected": return .notConnected
-        case "org.bluez.Error.AlreadyExists": return .alreadyExists
-        case "org.bluez.Error.DoesNotExist": return .doesNotExist
-        case "org.bluez.Error.AuthenticationFailed": return .authenticationFailed
-        case "org.bluez.Error.AuthenticationCanceled": return .authenticationCanceled
-        case "org.bluez.Error.AuthenticationRejected": return .authenticationRejected
-        case "org.bluez.Error.AuthenticationTimeout": return .authenticationTimeout
-        case "org.bluez.Error.ConnectionAttemptFailed": return .connectionAttemptFailed
-        case "org.bluez.Error.NotAvailable": return .notAvailable
-        case "org.bluez.Error.Busy": return .busy
-        case "org.bluez.Error.ImproperlyConfigured": return .improperlyConfigured
-        case "org.bluez.Error.BREDR.ProfileUnavailable": return .profileUnavailable
-        case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod":
+        case BlueZ.ErrorName.invalidValueLength: return .invalidValueLength
+        case BlueZ.ErrorName.invalidOffset: return .invalidOffset
+        case BlueZ.ErrorName.alreadyConnected: return .alreadyConnected
+        case BlueZ.ErrorName.notConnected: return .notConnected
+        case BlueZ.ErrorName.alreadyExists: return .alreadyExists
+        case BlueZ.ErrorName.doesNotExist: return .doesNotExist
+        case BlueZ.ErrorName.authenticationFailed: return .authenticationFailed
+        case BlueZ.ErrorName.authenticationCanceled: return .authenticationCanceled
+        case BlueZ.ErrorName.authenticationRejected: return .authenticationRejected
+        case BlueZ.ErrorName.authenticationTimeout: return .authenticationTimeout
+        case BlueZ.ErrorName.connectionAttemptFailed: return .connectionAttemptFailed
+        case BlueZ.ErrorName.notAvailable: return .notAvailable
+        case BlueZ.ErrorName.busy: return .busy
+        case BlueZ.ErrorName.improperlyConfigured: return .improperlyConfigured
+        case BlueZ.ErrorName.profileUnavailable: return .profileUnavailable
+        case FreedesktopDBus.ErrorName.unknownObject, FreedesktopDBus.ErrorName.unknownMethod:
             // A removed device's path answers UnknownObject (observed, with a trailing newline).
             if let address { return .deviceGone(address: address) }
             return .attributeGone
-        case "org.freedesktop.DBus.Error.AccessDenied": return .accessDenied(text)
-        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
-             "org.freedesktop.DBus.Error.Spawn.ChildExited":
+        case FreedesktopDBus.ErrorName.accessDenied: return .accessDenied(text)
+        case FreedesktopDBus.ErrorName.serviceUnknown, FreedesktopDBus.ErrorName.nameHasNoOwner,
+             FreedesktopDBus.ErrorName.spawnChildExited:
             // Without systemd, a call to an unowned org.bluez tries D-Bus activation and fails
             // with Spawn.ChildExited (observed), not ServiceUnknown.
             return .serviceUnknown(text)
-        case "org.freedesktop.DBus.Error.NoReply" where text.hasPrefix("Message recipient disconnected"):
+        case FreedesktopDBus.ErrorName.noReply where text.hasPrefix(FreedesktopDBus.ErrorMessage.recipientDisconnected):
             // dbus-daemon's answer for every call bluetoothd held when it died (SIGKILL, crash):
             // not a timeout, and known at once (a pairing waited for its deadline otherwise).
             return .bluetoothRestarted
-        case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.TimedOut":
+        case FreedesktopDBus.ErrorName.noReply, FreedesktopDBus.ErrorName.timeout, FreedesktopDBus.ErrorName.timedOut:
             return .timeout(operation: text)
         default:
-            if name.hasPrefix("org.bluez.Error.") { return .bluez(name: name, message: text) }
+            if name.hasPrefix(BlueZ.ErrorName.prefix) { return .bluez(name: name, message: text) }
             return .dbus(text.isEmpty ? name : "\(name): \(text)")
         }
     }

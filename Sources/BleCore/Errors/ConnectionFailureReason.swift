@@ -47,7 +47,7 @@ public enum ConnectionFailureReason: String, Sendable, CaseIterable {
 
     /// Parses `le-connection-…` / `br-connection-…`.
     static func parse(_ message: String) -> (reason: ConnectionFailureReason, isLE: Bool)? {
-        for (prefix, isLE) in [("le-connection-", true), ("br-connection-", false)] where message.hasPrefix(prefix) {
+        for (prefix, isLE) in [(BlueZ.ErrorMessage.leConnectionPrefix, true), (BlueZ.ErrorMessage.bredrConnectionPrefix, false)] where message.hasPrefix(prefix) {
             if let reason = ConnectionFailureReason(rawValue: String(message.dropFirst(prefix.count))) { return (reason, isLE) }
         }
         return nil

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Dispatch
 import Foundation
 
@@ -236,7 +237,7 @@ public final class PairingAgent: @unchecked Sendable {
             case .failure(let error):
                 let mapped = BleError.from(error, operation: BlueZ.AgentManager1.Method.registerAgent)
                 // A daemon that just took its name may not export AgentManager1 yet.
-                if case .remote(let name, _) = error, name.hasPrefix("org.freedesktop.DBus.Error.Unknown"), attempt < 5 {
+                if case .remote(let name, _) = error, name.hasPrefix(FreedesktopDBus.ErrorName.unknownPrefix), attempt < 5 {
                     self.registerRetry = LoopTimer.scheduled(after: .milliseconds(200)) { [weak self] in
                         self?.register(attempt: attempt + 1)
                     }

@@ -83,7 +83,7 @@ extension Peripheral {
     }
 
     @BleLoop func setDeviceFlag(_ key: PropertyKey<Bool>, _ value: Bool, _ completion: (@Sendable (BleError?) -> Void)?) {
-        session.call(devicePath, BlueZ.properties, "Set", [.string(BlueZ.device), .string(key.name), .variant(key.encode(value))],
+        session.call(devicePath, BlueZ.properties, FreedesktopDBus.Properties.set, [.string(BlueZ.device), .string(key.name), .variant(key.encode(value))],
                      address: address) { [weak self] result in
             guard let self else { return }
             let error: BleError? = if case .failure(let failure) = result { failure } else { nil }

@@ -16,7 +16,7 @@ extension Peripheral {
             guard let self, let attempt, !attempt.finished else { return }
             // Disconnect also cancels a pending Connect; without it the next attempt gets InProgress.
             attempt.cancelling = true
-            self.session.call(self.devicePath, BlueZ.device, "Disconnect") { _ in }
+            self.session.call(self.devicePath, BlueZ.device, BlueZ.Device1.Method.disconnect) { _ in }
             self.finishAttempt(attempt, .failure(.connectionTimeout))
         }
         sendConnect(attempt)
@@ -28,7 +28,7 @@ extension Peripheral {
         attempt.linkUp = false
         attempt.retryWhenDown = false
         BleLog.info("connecting \(address) (attempt \(attempt.attemptNumber))")
-        session.call(devicePath, BlueZ.device, "Connect", timeout: session.options.connectTimeout + .seconds(5),
+        session.call(devicePath, BlueZ.device, BlueZ.Device1.Method.connect, timeout: session.options.connectTimeout + .seconds(5),
                           address: address) { [weak self] result in
             guard let self, !attempt.finished, self.attempt === attempt else { return }
             switch result {
@@ -55,7 +55,7 @@ extension Peripheral {
         if case .inProgress = error {
             // A connect is stuck in bluetoothd (device.c returns InProgress while pending):
             // cancel it with Disconnect, back off, retry (bleak #1689).
-            session.call(devicePath, BlueZ.device, "Disconnect") { _ in }
+            session.call(devicePath, BlueZ.device, BlueZ.Device1.Method.disconnect) { _ in }
             let used = session.options.connectRetries - attempt.retriesLeft
             let pause = session.options.retryBackoff * (1 << min(used - 1, 5))
             BleLog.warning("Connect \(address): InProgress; retrying in \(pause)")
@@ -197,7 +197,7 @@ extension Peripheral {
 
         if let attempt {
             attempt.cancelling = true
-            session.call(devicePath, BlueZ.device, "Disconnect") { _ in }
+            session.call(devicePath, BlueZ.device, BlueZ.Device1.Method.disconnect) { _ in }
             return finishAttempt(attempt, .failure(.cancelled))
         }
         guard currentState == .connected else { return }
@@ -205,7 +205,7 @@ extension Peripheral {
         // The user asked: pending operations end now, not after bluetoothd's ~2 s Disconnect.
         failAllOperations(with: .disconnected)
         failServiceWaits(.disconnected)
-        session.call(devicePath, BlueZ.device, "Disconnect", address: address) { [weak self] result in
+        session.call(devicePath, BlueZ.device, BlueZ.Device1.Method.disconnect, address: address) { [weak self] result in
             guard let self, self.currentState == .disconnecting else { return }
             switch result {
             case .success, .failure(.notConnected):

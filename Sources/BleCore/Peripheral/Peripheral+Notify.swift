@@ -55,12 +55,12 @@ extension Peripheral {
 
     @BleLoop private func acquireNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation,
                                         attempt: Int = 0) {
-        operation.abandonCall = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireNotify",
+        operation.abandonCall = session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.acquireNotify,
                                              [GattOptions.none]) {
             [weak self] result in
             guard let self else { return }
             let acquired = result.flatMap { body in
-                Result { () throws(BleError) in try ReplyShape.acquired(body, operation: "AcquireNotify") }
+                Result { () throws(BleError) in try ReplyShape.acquired(body, operation: BlueZ.GattCharacteristic1.Method.acquireNotify) }
             }
             guard characteristic.subscription === subscription, !subscription.isEnded else {
                 // An earlier link's reply: its socket belongs to nobody now.
@@ -98,7 +98,7 @@ extension Peripheral {
     /// `operation` is nil for the fallback after an AcquireNotify socket closed on a live link.
     @BleLoop private func startNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation?) {
         characteristic.holdsStartSession = true
-        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, "StartNotify") { [weak self] result in
+        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.startNotify) { [weak self] result in
             guard let self else { return }
             // A reply for an ended subscription changes nothing: link loss released the
             // session (StopNotify, sent after this call, so bluetoothd handles it after).
@@ -187,7 +187,7 @@ extension Peripheral {
             return operation.finish(.success(nil))
         }
         characteristic.holdsStartSession = false
-        session.call(characteristic.path, BlueZ.gattCharacteristic, "StopNotify") { result in
+        session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.stopNotify) { result in
             switch result {
             case .success, .failure(.failed): operation.finish(.success(nil))  // "No notify session started"
             case .failure(let error): operation.finish(.failure(error))
@@ -254,7 +254,7 @@ extension Peripheral {
         characteristic.subscription = nil
         if characteristic.holdsStartSession {
             characteristic.holdsStartSession = false
-            if releaseSession { session.call(characteristic.path, BlueZ.gattCharacteristic, "StopNotify") { _ in } }
+            if releaseSession { session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.stopNotify) { _ in } }
         }
     }
 

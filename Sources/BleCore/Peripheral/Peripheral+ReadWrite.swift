@@ -15,11 +15,11 @@ extension Peripheral {
             completion?(.failure(.attributeGone))
             return
         }
-        run("ReadValue", on: characteristic.operationKey, start: { [weak self] operation in
+        run(BlueZ.GattCharacteristic1.Method.readValue, on: characteristic.operationKey, start: { [weak self] operation in
             guard let self else { return }
             characteristic.readsAwaitingSignal += 1
-            self.call(operation, characteristic.path, BlueZ.gattCharacteristic, "ReadValue", [GattOptions.none]) {
-                body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
+            self.call(operation, characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.readValue, [GattOptions.none]) {
+                body throws(BleError) in try ReplyShape.bytes(body, operation: BlueZ.GattCharacteristic1.Method.readValue)
             }
         }, completion: { [weak self] result in
             guard let self else { return }
@@ -48,9 +48,9 @@ extension Peripheral {
             completion?(.failure(.attributeGone))
             return
         }
-        run("ReadValue", on: descriptor.operationKey, start: { [weak self] operation in
-            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "ReadValue", [GattOptions.none]) {
-                body throws(BleError) in try ReplyShape.bytes(body, operation: "ReadValue")
+        run(BlueZ.GattDescriptor1.Method.readValue, on: descriptor.operationKey, start: { [weak self] operation in
+            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, BlueZ.GattDescriptor1.Method.readValue, [GattOptions.none]) {
+                body throws(BleError) in try ReplyShape.bytes(body, operation: BlueZ.GattDescriptor1.Method.readValue)
             }
         }, completion: { [weak self] result in
             guard let self else { return }
@@ -71,8 +71,8 @@ extension Peripheral {
         guard descriptorsByPath[descriptor.path] === descriptor else {
             return emit { $0.peripheral(self, didWriteValueFor: descriptor, error: BleError.attributeGone) }
         }
-        run("WriteValue", on: descriptor.operationKey, start: { [weak self] operation in
-            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, "WriteValue", [.bytes(data), GattOptions.none])
+        run(BlueZ.GattDescriptor1.Method.writeValue, on: descriptor.operationKey, start: { [weak self] operation in
+            self?.call(operation, descriptor.path, BlueZ.gattDescriptor, BlueZ.GattDescriptor1.Method.writeValue, [.bytes(data), GattOptions.none])
         }, completion: { [weak self] result in
             guard let self else { return }
             let error = result.failureValue
@@ -114,8 +114,8 @@ extension Peripheral {
             releaseWriteSocket(characteristic)
         }
         let options = type == .reliable ? GattOptions.reliable : GattOptions.request
-        run("WriteValue", on: characteristic.operationKey, start: { [weak self] operation in
-            self?.call(operation, characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
+        run(BlueZ.GattCharacteristic1.Method.writeValue, on: characteristic.operationKey, start: { [weak self] operation in
+            self?.call(operation, characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.writeValue,
                        [.bytes(data), options])
         }, completion: { [weak self] result in
             guard let self else { return }
@@ -161,11 +161,11 @@ extension Peripheral {
     @BleLoop private func acquireWrite(_ characteristic: Characteristic) {
 
         characteristic.writer.mode = .acquiring
-        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, "AcquireWrite", [GattOptions.none]) {
+        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.acquireWrite, [GattOptions.none]) {
             [weak self] result in
             characteristic.writer.abandonAcquire = nil
             let acquired = result.flatMap { body in
-                Result { () throws(BleError) in try ReplyShape.acquired(body, operation: "AcquireWrite") }
+                Result { () throws(BleError) in try ReplyShape.acquired(body, operation: BlueZ.GattCharacteristic1.Method.acquireWrite) }
             }
             guard let self, case .acquiring = characteristic.writer.mode else {
                 if case .success(let socket) = acquired { Glibc.close(socket.descriptor) }
@@ -217,7 +217,7 @@ extension Peripheral {
             guard !characteristic.writer.commandInFlight, let packet = characteristic.writer.backlog.first else { break }
             characteristic.writer.backlog.removeFirst()
             characteristic.writer.commandInFlight = true
-            session.call(characteristic.path, BlueZ.gattCharacteristic, "WriteValue",
+            session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.writeValue,
                               [.bytes(packet), GattOptions.command]) { [weak self] result in
                 guard let self else { return }
                 characteristic.writer.commandInFlight = false

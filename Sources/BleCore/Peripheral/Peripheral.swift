@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 import Glibc
 
@@ -201,7 +202,7 @@ public final class Peripheral: Peer, @unchecked Sendable {
     @BleLoop func refreshMTU() {
         guard let cache, let path = cache.children(of: devicePath, with: BlueZ.gattCharacteristic).sorted().first else { return }
         let link = linkGeneration
-        session.call(path, BlueZ.properties, "Get", [.string(BlueZ.gattCharacteristic), .string(BlueZ.GattCharacteristic1.mtu.name)]) {
+        session.call(path, BlueZ.properties, FreedesktopDBus.Properties.get, [.string(BlueZ.gattCharacteristic), .string(BlueZ.GattCharacteristic1.mtu.name)]) {
             [weak self] result in
             guard let self, self.linkGeneration == link, self.isLinkUp else { return }
             switch result {

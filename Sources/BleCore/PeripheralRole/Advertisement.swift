@@ -80,9 +80,9 @@ public struct Advertisement: Sendable, Equatable {
     /// The `Includes` list.
     var includes: [String] {
         var result: [String] = []
-        if includeTxPower { result.append("tx-power") }
-        if includeAppearance, appearance == nil { result.append("appearance") }
-        if includeLocalName, localName == nil { result.append("local-name") }
+        if includeTxPower { result.append(BlueZ.LEAdvertisement1.Include.txPower) }
+        if includeAppearance, appearance == nil { result.append(BlueZ.LEAdvertisement1.Include.appearance) }
+        if includeLocalName, localName == nil { result.append(BlueZ.LEAdvertisement1.Include.localName) }
         return result
     }
 
@@ -134,7 +134,7 @@ public struct AdvertisingLayout: Sendable, Equatable {
             let bytes = name.utf8.count
             scanResponseBytes = min(Self.legacyLimit, 2 + bytes)
             nameShortened = 2 + bytes > Self.legacyLimit
-            movedToScanResponse = ["local-name"]
+            movedToScanResponse = [BlueZ.LEAdvertisement1.Include.localName]
         } else {
             scanResponseBytes = 0
             nameShortened = false

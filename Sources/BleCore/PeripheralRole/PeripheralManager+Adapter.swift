@@ -155,8 +155,8 @@ extension PeripheralManager {
     /// `dev_AA_BB_CC_DD_EE_FF` → `AA:BB:CC:DD:EE:FF`.
     static func address(fromDevicePath path: ObjectPath) -> String {
         let element = String(path.lastElement)
-        guard element.hasPrefix("dev_") else { return element }
-        return element.dropFirst(4).replacingOccurrences(of: "_", with: ":")
+        guard element.hasPrefix(BlueZ.Paths.deviceElementPrefix) else { return element }
+        return element.dropFirst(BlueZ.Paths.deviceElementPrefix.count).replacingOccurrences(of: "_", with: ":")
     }
 
     /// What `LEAdvertisingManager1` reports on the serving adapter.

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// How many `PropertiesChanged` notifications are on their way to bluetoothd: a `Peer.Ping`
@@ -154,7 +155,7 @@ extension PeripheralManager {
         guard !flow.pinging, flow.outstanding > 0 else { return }
         flow.pinging = true
         let mark = flow.sent
-        session.call(.root, "org.freedesktop.DBus.Peer", "Ping") { [weak self] result in
+        session.call(.root, FreedesktopDBus.Peer.interface, FreedesktopDBus.Peer.ping) { [weak self] result in
             guard let self else { return }
             self.flow.pinging = false
             if case .failure(let error) = result { BleLog.debug("flow-control ping: \(error)") }

@@ -15,7 +15,7 @@ package struct RequestOptions: Equatable, Sendable {
     /// The link's ATT MTU, clamped to `mtuRange`; nil when bluetoothd did not say.
     package var mtu: Int?
     /// The bearer (`LE`, `BR/EDR`).
-    package var link = "LE"
+    package var link = BlueZ.GattCharacteristic1.Link.le
     /// A write's kind (`command`, `request`, `reliable`), when said.
     package var type: String?
     /// A prepared write asking for authorization.

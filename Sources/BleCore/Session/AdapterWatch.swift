@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// Which role an `AdapterWatch` chooses an adapter for: the roles prefer different adapters
@@ -182,7 +183,7 @@ final class AdapterWatch {
         }
         // PowerState exists only with experimental features (5.66 has none); Powered decides otherwise.
         let powerState = properties[BlueZ.Adapter1.powerState]
-        let powered = properties[BlueZ.Adapter1.powered] == true && (powerState == nil || powerState == "on")
+        let powered = properties[BlueZ.Adapter1.powered] == true && (powerState == nil || powerState == BlueZ.Adapter1.PowerStateValue.on)
         if powered {
             power = .idle
             powerOnGrace?.cancel()
@@ -190,7 +191,7 @@ final class AdapterWatch {
             return setState(.poweredOn)
         }
         switch power {
-        case .idle where configuration.powerOn && powerState != "off-blocked":
+        case .idle where configuration.powerOn && powerState != BlueZ.Adapter1.PowerStateValue.offBlocked:
             powerOn(adapterPath)
             // Starting (or back from resetting): the state waits for bluetoothd's answer
             // instead of saying poweredOff for the moment it takes, which a caller waiting for
@@ -221,7 +222,7 @@ final class AdapterWatch {
 
     private func powerOn(_ adapterPath: ObjectPath) {
         power = .poweringOn
-        session?.call(adapterPath, BlueZ.properties, "Set",
+        session?.call(adapterPath, BlueZ.properties, FreedesktopDBus.Properties.set,
                       [.string(BlueZ.adapter), .string(BlueZ.Adapter1.powered.name), .variant(BlueZ.Adapter1.powered.encode(true))]) { [weak self] result in
             guard let self, case .poweringOn = self.power, self.adapterPath == adapterPath else { return }
             switch result {

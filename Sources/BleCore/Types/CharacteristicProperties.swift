@@ -31,20 +31,21 @@ public struct CharacteristicProperties: OptionSet, Sendable, Hashable {
 
     /// Maps BlueZ `Flags` (`["read", "notify", …]`).
     public init(bluezFlags flags: [String]) {
+        typealias Flag = BlueZ.GattFlag
         var result: CharacteristicProperties = []
         for flag in flags {
             switch flag {
-            case "broadcast": result.insert(.broadcast)
-            case "read": result.insert(.read)
-            case "write-without-response": result.insert(.writeWithoutResponse)
-            case "write": result.insert(.write)
-            case "notify": result.insert(.notify)
-            case "indicate": result.insert(.indicate)
-            case "authenticated-signed-writes": result.insert(.authenticatedSignedWrites)
-            case "extended-properties": result.insert(.extendedProperties)
-            case "reliable-write": result.insert(.reliableWrite)
-            case "encrypt-notify", "encrypt-authenticated-notify", "secure-notify": result.insert(.notifyEncryptionRequired)
-            case "encrypt-indicate", "encrypt-authenticated-indicate", "secure-indicate": result.insert(.indicateEncryptionRequired)
+            case Flag.broadcast: result.insert(.broadcast)
+            case Flag.read: result.insert(.read)
+            case Flag.writeWithoutResponse: result.insert(.writeWithoutResponse)
+            case Flag.write: result.insert(.write)
+            case Flag.notify: result.insert(.notify)
+            case Flag.indicate: result.insert(.indicate)
+            case Flag.authenticatedSignedWrites: result.insert(.authenticatedSignedWrites)
+            case Flag.extendedProperties: result.insert(.extendedProperties)
+            case Flag.reliableWrite: result.insert(.reliableWrite)
+            case Flag.encryptNotify, Flag.encryptAuthenticatedNotify, Flag.secureNotify: result.insert(.notifyEncryptionRequired)
+            case Flag.encryptIndicate, Flag.encryptAuthenticatedIndicate, Flag.secureIndicate: result.insert(.indicateEncryptionRequired)
             default: break
             }
         }
