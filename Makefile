@@ -77,6 +77,7 @@ soak: bootstrap
 demo: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product blekit
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product LEDControl
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product DataLoggerDemo
 	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build blekit demo
 
 # DocC archives of the public modules (offline, the toolchain's docc, warnings as errors) and a
