@@ -41,7 +41,7 @@ test-bluez:
 
 # Sanitized code runs several times slower, and every test shares one loop thread: the tests'
 # clock runs this many times slower under the sanitizers (BLEKIT_TEST_TIME_SCALE, read by
-# BleTestSupport's TestTime; the waits and the deadlines a test expects to be met scale, what a
+# BleSim's TestTime; the waits and the deadlines a test expects to be met scale, what a
 # test checks does not change).
 SANITIZER_TIME_SCALE ?= 4
 
