@@ -46,7 +46,7 @@ test-bluez:
 
 # Sanitized code runs several times slower, and every test shares one loop thread: the tests'
 # clock runs this many times slower under the sanitizers (BLEKIT_TEST_TIME_SCALE, read by
-# BleTestSupport's TestTime; the waits and the deadlines a test expects to be met scale, what a
+# BleSim's TestTime; the waits and the deadlines a test expects to be met scale, what a
 # test checks does not change).
 SANITIZER_TIME_SCALE ?= 4
 
@@ -86,6 +86,7 @@ soak: bootstrap
 demo: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product blekit
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product LEDControl
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product DataLoggerDemo
 	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build blekit demo
 
 # DocC archives of the public modules (offline, the toolchain's docc, warnings as errors) and a

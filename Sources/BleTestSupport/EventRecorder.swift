@@ -44,7 +44,7 @@ public final class EventRecorder<Event> {
     }
 
     /// Waits until `condition(events)` holds, at most `timeout` at the tests' clock
-    /// (``TestTime/scaled(_:)-(Duration)``).
+    /// (BleSim's `TestTime.scaled(_:)`).
     public func wait(_ what: String = "events", timeout: Duration = .seconds(30),
                      until condition: @escaping ([Event]) -> Bool) async throws {
         if condition(events) { return }

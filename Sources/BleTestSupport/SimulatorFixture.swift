@@ -75,7 +75,7 @@ public final class SimulatorFixture {
     }
 
     /// Calls a method on `org.bluez`, giving it `timeout` at the tests' clock
-    /// (``TestTime/scaled(_:)-(Duration)``).
+    /// (BleSim's `TestTime.scaled(_:)`).
     @discardableResult
     public func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
                      timeout: Duration = .seconds(10)) async throws(DBusError) -> [DBusValue] {

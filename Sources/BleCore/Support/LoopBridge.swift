@@ -2,12 +2,12 @@ import BleDBus
 import Dispatch
 import Foundation
 
-/// How the public facade reaches `@BleLoop` state from any thread.
-enum LoopBridge {
+/// How the public facades (BleCore's and BleDSL's) reach `@BleLoop` state from any thread.
+package enum LoopBridge {
     /// Runs `body` on the loop and returns its result: directly when already on the loop
     /// thread, otherwise by waiting for the loop (which never waits on other threads, so this
     /// cannot deadlock).
-    static func sync<T>(_ body: @BleLoop () -> T) -> T {
+    package static func sync<T>(_ body: @BleLoop () -> T) -> T {
         if MainLoop.shared.isCurrent {
             // On the loop thread (checked just above), the isolated body runs as it is: no box,
             // no closure context (`characteristic.value` read inside a callback comes here).
@@ -30,17 +30,17 @@ enum LoopBridge {
         }
     }
 
-    /// Runs `body` on the loop: at once when called on the loop thread (from inside a
-    /// callback, say: a write issued there reaches BlueZ with no queue hop), otherwise queued
-    /// onto the loop in call order.
     /// Runs `body` at once as an inline call; only on the loop thread (callers check
     /// `MainLoop.shared.isCurrent`). Not escaping, so the caller allocates nothing to carry it:
     /// the hot calls (a write from inside a notification callback) come this way.
-    static func inline(_ body: @BleLoop () -> Void) {
+    package static func inline(_ body: @BleLoop () -> Void) {
         BleLoop.assumeIsolated { InlineCall.run(body) }
     }
 
-    static func async(_ body: @escaping @BleLoop () -> Void) {
+    /// Runs `body` on the loop: at once when called on the loop thread (from inside a
+    /// callback, say: a write issued there reaches BlueZ with no queue hop), otherwise queued
+    /// onto the loop in call order.
+    package static func async(_ body: @escaping @BleLoop () -> Void) {
         if MainLoop.shared.isCurrent {
             return BleLoop.assumeIsolated { InlineCall.run(body) }
         }

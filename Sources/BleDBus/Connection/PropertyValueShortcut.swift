@@ -13,17 +13,17 @@ import Foundation
 /// sender, another shape, a tracer set) the signal takes the general path, which decides as it
 /// always did, so a forged signal is refused by the same rule either way. `receiver` must do
 /// what the general handler does with such a signal.
-public struct PropertyValueShortcut {
+package struct PropertyValueShortcut {
     /// The interface named by the signal's first argument, such as `org.bluez.GattCharacteristic1`.
-    public let interface: String
+    package let interface: String
     /// The one property the signal changes, such as `Value`.
-    public let property: String
+    package let property: String
     /// Receives the object's path and the property's bytes, on the loop, in arrival order; not
     /// kept alive by the shortcut.
-    public weak var receiver: (any PropertyValueReceiver)?
+    package weak var receiver: (any PropertyValueReceiver)?
 
     /// A shortcut for `PropertiesChanged(interface, {property: ay}, [])`.
-    public init(interface: String, property: String, receiver: any PropertyValueReceiver) {
+    package init(interface: String, property: String, receiver: any PropertyValueReceiver) {
         self.interface = interface
         self.property = property
         self.receiver = receiver
@@ -34,7 +34,7 @@ public struct PropertyValueShortcut {
 /// closure checks its isolation with the concurrency runtime on every call, which would cost a
 /// notification about as much as the shortcut saves.
 @BleLoop
-public protocol PropertyValueReceiver: AnyObject {
+package protocol PropertyValueReceiver: AnyObject {
     /// `property` of the object at `path` changed to `value` (see `PropertyValueShortcut`).
     func propertyValueChanged(_ path: ObjectPath, _ value: Data)
 }
@@ -64,7 +64,7 @@ extension SignalRouter {
     /// Like `subscribe(_:handler:)`, and signals of `shortcut`'s shape reach `shortcut.receiver`
     /// instead of `handler` (see `PropertyValueShortcut` for when). `match` must name a
     /// well-known sender and nothing else: the shortcut checks the sender only.
-    public func subscribe(_ match: SignalMatch, shortcut: PropertyValueShortcut,
+    package func subscribe(_ match: SignalMatch, shortcut: PropertyValueShortcut,
                           handler: @escaping Handler) throws(DBusError) -> SignalSubscription {
         guard let sender = match.sender, !sender.hasPrefix(":"), match.path == nil, match.pathNamespace == nil,
               match.interface == nil, match.member == nil, match.arg0 == nil else {

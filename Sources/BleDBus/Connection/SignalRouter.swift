@@ -34,7 +34,7 @@ public final class SignalRouter {
     var shortcutOwner: String?
     /// Whether signals may take a subscription's `PropertyValueShortcut`; off, every signal
     /// takes the general path (to compare the two, or to rule the shortcut out when diagnosing).
-    public var shortcutsEnabled = true
+    package var shortcutsEnabled = true
 
     private enum NameOwner {
         case unknown(changedSinceQuery: Bool)

@@ -11,7 +11,7 @@ import Foundation
 /// listeners of the command that connected it, even after later `execute` calls; scan and
 /// connect timeouts; an optional reconnect policy; several peripherals connected at once (one
 /// `execute` each). The handler and listeners run on BleKit's loop thread, in order.
-public final class BleManager: @unchecked Sendable {
+public final class BleManager: Sendable {
     /// What a command's handler hears.
     public enum Event {
         /// The target is connected (again, after a reconnect) and its services are resolved.
@@ -24,14 +24,16 @@ public final class BleManager: @unchecked Sendable {
     public typealias Handler = (Result<Event, BleManagerError>) -> Void
 
     /// The central manager and its multicast delegate, as FXBlueTooth's nested type.
-    public final class CentralManager: CentralManagerDelegate, @unchecked Sendable {
+    public final class CentralManager: CentralManagerDelegate, Sendable {
         /// The BleCore central manager (CoreBluetooth's `CBCentralManager`).
         public let centralManager: BleCore.CentralManager
         /// Add your own `CentralManagerDelegate`s here to hear the same events.
         public var multiDelegate: CentralManagerMultiDelegate { centralManager.multiDelegate }
         /// Peripherals BlueZ already had connected when the manager started (with
         /// `restoreConnectedPeripherals`).
-        public private(set) var restorePeripheral: [Peripheral] = []
+        public var restorePeripheral: [Peripheral] { restored.value }
+        /// Written by the restore callback on the loop, read by the app from any thread.
+        private let restored = LoopLock<[Peripheral]>([])
         let sessions: SessionRouter
 
         init(options: CentralManagerOptions) {
@@ -48,7 +50,7 @@ public final class BleManager: @unchecked Sendable {
 
         /// Remembers restored peripherals for `.uuid` targets.
         public func centralManager(_ central: BleCore.CentralManager, willRestoreState dict: [String: Any]) {
-            if let restored = dict[CBCentralManagerRestoredStatePeripheralsKey] as? [Peripheral] { restorePeripheral = restored }
+            if let peripherals = dict[CBCentralManagerRestoredStatePeripheralsKey] as? [Peripheral] { restored.value = peripherals }
         }
 
         /// Routes a discovery to the scanning command.
@@ -64,14 +66,12 @@ public final class BleManager: @unchecked Sendable {
 
         /// Routes a failure to the command whose target it is.
         public func centralManager(_ central: BleCore.CentralManager, didFailToConnect peripheral: Peripheral, error: Error?) {
-            let box = UncheckedSendable(error)
-            BleLoop.assumeIsolated { sessions.failedToConnect(peripheral, box.value) }
+            BleLoop.assumeIsolated { sessions.failedToConnect(peripheral, error) }
         }
 
         /// Routes a disconnect to the command that connected the peripheral.
         public func centralManager(_ central: BleCore.CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: Error?) {
-            let box = UncheckedSendable(error)
-            BleLoop.assumeIsolated { sessions.disconnected(peripheral, box.value) }
+            BleLoop.assumeIsolated { sessions.disconnected(peripheral, error) }
         }
     }
 
@@ -121,7 +121,7 @@ public final class BleManager: @unchecked Sendable {
     /// the scan for a target (`.scanTimeout`, 30 s) and connecting (`.connectTimeout`, or the
     /// manager's `connectTimeout`).
     public func execute(command: BleManagerCommand? = nil, handler: Handler? = nil) {
-        let box = UncheckedSendable((command ?? BleManagerCommand(), handler))
+        let box = Unchecked((command ?? BleManagerCommand(), handler))
         let router = centralManager.sessions
         BleLoop.perform {
             let (command, handler) = box.value

@@ -2,8 +2,9 @@ import BleRuntime
 import Foundation
 import Synchronization
 
-/// One `execute`: its phases as an explicit state machine.
-final class ConnectionSession: @unchecked Sendable {
+/// One `execute`: its phases as an explicit state machine, on the loop.
+@BleLoop
+final class ConnectionSession {
     enum Phase {
         case waitingForPower
         case scanning
@@ -67,17 +68,19 @@ final class ConnectionSession: @unchecked Sendable {
     }
 }
 
-/// Routes central events to the sessions they belong to. Loop-confined.
-final class SessionRouter: @unchecked Sendable {
+/// Routes central events to the sessions they belong to, on the loop; its two settings are
+/// read and written from any thread (through `BleManager`).
+@BleLoop
+final class SessionRouter {
     private let central: BleCore.CentralManager
     /// Whether a replaced command's handler hears `.superseded` (see `BleManager.reportsSupersededCommands`).
-    let reportsSuperseded = Atomic<Bool>(false)
+    nonisolated let reportsSuperseded = Atomic<Bool>(false)
     /// The scan deadline of commands with a target and no `.scanTimeout` (see `BleManager.defaultScanTimeout`).
-    let defaultScanTimeout = Mutex<TimeInterval>(BleManagerCommand.defaultScanTimeout)
+    nonisolated let defaultScanTimeout = Mutex<TimeInterval>(BleManagerCommand.defaultScanTimeout)
     private var sessions: [ConnectionSession] = []
     private var nextID = 1
 
-    init(central: BleCore.CentralManager) {
+    nonisolated init(central: BleCore.CentralManager) {
         self.central = central
     }
 

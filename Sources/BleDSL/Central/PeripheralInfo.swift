@@ -5,7 +5,7 @@ import Synchronization
 /// A discovered peripheral with its latest advertisement and RSSI (present from the first
 /// sighting, unlike FXBlueTooth). A reference type: the list handed to `DiscoverPeripheral` is
 /// updated in place as advertisements arrive.
-public final class PeripheralInfo: Equatable, @unchecked Sendable {
+public final class PeripheralInfo: Equatable, Sendable {
     /// The peripheral to connect to or inspect.
     public let peripheral: Peripheral
     private let state: LoopLock<(AdvertisementData, NSNumber?)>

@@ -4,11 +4,11 @@ import BleRuntime
 ///
 /// `cancel()` ends it at once with `PeripheralCommandError.cancelled` (a queued command never
 /// starts; a stream stops listening). Safe from any thread, more than once.
-public final class CommandToken: @unchecked Sendable, Hashable {
+public final class CommandToken: Sendable, Hashable {
     let id: UInt64
-    /// Weak: a token kept after its engine is gone cancels nothing. Set once, in `init`; a weak
-    /// reference is safe to read from any thread.
-    private weak var engine: Engine?
+    /// Weak: a token kept after its engine is gone cancels nothing. A `weak let`, so that the
+    /// compiler knows it is set once and safe to read from any thread.
+    private weak let engine: Engine?
 
     init(id: UInt64, engine: Engine) {
         self.id = id
@@ -19,7 +19,7 @@ public final class CommandToken: @unchecked Sendable, Hashable {
     public func cancel() {
         guard let engine else { return }
         let id = id
-        LoopHop.run { engine.cancel(id: id) }
+        LoopBridge.async { engine.cancel(id: id) }
     }
 
     /// Identity.

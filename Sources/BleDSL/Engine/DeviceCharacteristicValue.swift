@@ -3,6 +3,9 @@ import Synchronization
 import Foundation
 
 extension PeripheralDevice {
+    // Unchecked: an open class (FXBlueTooth's users subclass it) cannot be checked Sendable, and
+    // dropping Sendable or `open` would break their code; its mutable state is behind `state`,
+    // and the engine it drives is `@BleLoop`.
     /// The command engine: writes `PeripheralOperationCommand`s to a write characteristic and
     /// judges the packets of a read characteristic, one command at a time, in FIFO order.
     ///
@@ -31,8 +34,8 @@ extension PeripheralDevice {
                     return old
                 }
                 guard old !== newValue else { return }
-                let peripherals = UncheckedSendable((old, newValue))
-                LoopHop.run { [engine] in
+                let peripherals = Unchecked((old, newValue))
+                LoopBridge.async { [engine] in
                     let (old, new) = peripherals.value
                     old?.removeLoopObserver(engine)
                     new?.addLoopObserver(engine)
@@ -95,8 +98,8 @@ extension PeripheralDevice {
                 // the engine at once, with no closure to allocate.
                 BleLoop.assumeIsolated(Engine.enqueueInline, with: (engine, request))
             } else {
-                let box = UncheckedSendable(request)
-                LoopHop.run { [engine] in engine.enqueue(box.value) }
+                let box = Unchecked(request)
+                LoopBridge.async { [engine] in engine.enqueue(box.value) }
             }
             return token
         }
@@ -127,7 +130,8 @@ extension PeripheralDevice {
             let token = engine.makeToken()
             let request = ReadRequest(id: token.id, peripheral: peripheral, characteristic: characteristic, descriptor: descriptor,
                                       fallback: readCharacteristic, timeout: timeout, completion: completion)
-            LoopHop.run { [engine] in engine.enqueueRead(request) }
+            let box = Unchecked(request)
+            LoopBridge.async { [engine] in engine.enqueueRead(box.value) }
             return token
         }
 
@@ -145,12 +149,12 @@ extension PeripheralDevice {
 
         /// Cancels every queued, running and streaming command.
         open func cancelAll() {
-            LoopHop.run { [engine] in engine.failAll(PeripheralCommandError.cancelled) }
+            LoopBridge.async { [engine] in engine.failAll(PeripheralCommandError.cancelled) }
         }
 
         /// The link dropped: everything queued or running fails with `.disconnected` at once.
         open func peripheralDidDisconnect(error: Error?) {
-            LoopHop.run { [engine] in engine.failAll(PeripheralCommandError.disconnected) }
+            LoopBridge.async { [engine] in engine.failAll(PeripheralCommandError.disconnected) }
         }
 
         // MARK: CharacteristicValue — the engine listens to its peripheral itself, so events
@@ -170,7 +174,7 @@ extension PeripheralDevice {
 
 /// A command on its way to the loop: its option, completion and the attributes it was issued
 /// for. Not `Sendable` (FXBlueTooth's option and completion are not): it crosses to the loop in
-/// `UncheckedSendable`, once, and is used only there.
+/// `Unchecked`, once, and is used only there.
 struct CommandRequest {
     let id: UInt64
     let option: PeripheralOperationCommand
@@ -181,8 +185,9 @@ struct CommandRequest {
     let missing: MissingAttribute?
 }
 
-/// A read command on its way to the loop, where it is used exclusively.
-struct ReadRequest: @unchecked Sendable {
+/// A read command on its way to the loop, where it is used exclusively. Not `Sendable` (its
+/// completion is the app's closure): it crosses to the loop in `Unchecked`, once, as `CommandRequest` does.
+struct ReadRequest {
     let id: UInt64
     let peripheral: Peripheral?
     let characteristic: BluetoothUUID?
@@ -190,10 +195,4 @@ struct ReadRequest: @unchecked Sendable {
     let fallback: BleCore.Characteristic?
     let timeout: TimeInterval
     let completion: (Result<Data, Error>) -> Void
-}
-
-/// A value that crosses to the loop thread where it is used exclusively.
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

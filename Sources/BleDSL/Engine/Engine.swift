@@ -65,7 +65,7 @@ final class Engine: PeripheralLoopObserver {
     private func report(_ completion: PeripheralDevice.DeviceCharacteristicValue.Completion?, _ result: Result<[Data], Error>) {
         guard let completion else { return }
         if completions.runsAtOnce { return completion(result) }
-        let box = UncheckedSendable((completion, result))
+        let box = Unchecked((completion, result))
         completions.run { box.value.0(box.value.1) }
     }
 

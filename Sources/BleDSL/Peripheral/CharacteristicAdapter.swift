@@ -8,7 +8,7 @@ import Synchronization
 /// Each closure runs exactly once (FXBlueTooth re-ran all of them on every ready event), and
 /// readiness resets by itself when the link drops (the characteristic finder is told by its
 /// `PeripheralDevice`), so closures queued meanwhile wait for the next discovery.
-public final class CharacteristicAdapter: @unchecked Sendable {
+public final class CharacteristicAdapter: Sendable {
     /// Typo kept from FXBlueTooth for source compatibility.
     public typealias ReadyClousre = (PeripheralDevice.DeviceCharacteristicValue) -> Void
 

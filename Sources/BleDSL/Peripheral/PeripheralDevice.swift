@@ -2,6 +2,8 @@ import BleRuntime
 import Foundation
 import Synchronization
 
+// Unchecked: an open class (FXBlueTooth's users subclass it) cannot be checked Sendable, and
+// dropping Sendable or `open` would break their code; its mutable state is behind `state`.
 /// The peripheral-side coordinator of FXBlueTooth: discovers services and characteristics and
 /// forwards characteristic events to its listeners.
 ///

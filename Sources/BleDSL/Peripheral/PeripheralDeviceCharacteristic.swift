@@ -3,6 +3,8 @@ import Foundation
 import Synchronization
 
 extension PeripheralDevice {
+    // Unchecked: an open class (FXBlueTooth's users subclass it) cannot be checked Sendable, and
+    // dropping Sendable or `open` would break their code; its mutable state is behind `state`.
     /// Finds a write and a read characteristic by UUID, optionally within one service.
     ///
     /// The same UUID may serve for both (FXBlueTooth's `else if` made that impossible), and a

@@ -17,7 +17,7 @@ import Foundation
 /// ```
 ///
 /// Events and handlers run on BleKit's loop thread, in order.
-public final class PeripheralServer: PeripheralManagerDelegate, @unchecked Sendable {
+public final class PeripheralServer: PeripheralManagerDelegate, Sendable {
     /// What the server reports.
     public enum Event {
         /// bluetoothd has the service.
@@ -40,7 +40,7 @@ public final class PeripheralServer: PeripheralManagerDelegate, @unchecked Senda
         set { handler.value = newValue }
     }
     private let handler = LoopLock<((Event) -> Void)?>(nil)
-    private let engine: UncheckedSendable<ServerEngine>
+    private let engine: ServerEngine
 
     /// A server with its own `PeripheralManager` (delivering on the loop).
     public convenience init(options: PeripheralManagerOptions = PeripheralManagerOptions()) {
@@ -51,79 +51,74 @@ public final class PeripheralServer: PeripheralManagerDelegate, @unchecked Senda
     /// server listens through its `multiDelegate`, beside the app's own delegate.
     public init(manager: PeripheralManager) {
         self.manager = manager
-        engine = UncheckedSendable(ServerEngine(manager: manager))
+        engine = ServerEngine(manager: manager)
         manager.multiDelegate.addDelegate(self)
     }
 
     /// Serves `commandItems` (one declaration per server).
     public func execute(commandItems: [PeripheralServerItem]) {
-        let box = UncheckedSendable((commandItems, self))
-        LoopHop.run { [engine] in
-            let (items, server) = box.value
+        let items = Unchecked(commandItems)
+        LoopBridge.async { [engine] in
             // The engine keeps `report` while it serves, and the server keeps the engine: a
             // strong capture kept both, the manager and its bus connection alive for good.
-            engine.value.execute(items, report: { [weak server] in server?.onEvent?($0) })
+            engine.execute(items.value, report: { [weak self] in self?.onEvent?($0) })
         }
     }
 
     /// Notifies `data` on the response characteristic, split by the subscribers' MTU (or by
     /// `length`), with flow control; `completion` runs once the last packet is handed to bluetoothd.
     public func send(_ data: Data, length: PeripheralCommandLengthProtocol? = nil, completion: (() -> Void)? = nil) {
-        let box = UncheckedSendable((data, length, completion))
-        LoopHop.run { [engine] in
+        let box = Unchecked((data, length, completion))
+        LoopBridge.async { [engine] in
             let (data, length, completion) = box.value
-            engine.value.send(data, length: length ?? MTUPeripheralCommandLength(), central: nil, completion: completion)
+            engine.send(data, length: length ?? MTUPeripheralCommandLength(), central: nil, completion: completion)
         }
     }
 
     /// Stops advertising and serving.
     public func stop() {
-        LoopHop.run { [engine] in engine.value.stop() }
+        LoopBridge.async { [engine] in engine.stop() }
     }
 
     // MARK: PeripheralManagerDelegate, forwarded to the engine on the loop
 
     /// Advertises once the service is registered.
     public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: Error?) {
-        let box = UncheckedSendable(error)
-        LoopHop.run { [engine] in engine.value.added(service, error: box.value) }
+        LoopBridge.async { [engine] in engine.added(service, error: error) }
     }
     /// Reports the advertisement.
     public func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: Error?) {
-        let box = UncheckedSendable(error)
-        LoopHop.run { [engine] in engine.value.advertisingStarted(error: box.value) }
+        LoopBridge.async { [engine] in engine.advertisingStarted(error: error) }
     }
     /// Answers reads of `.readable` characteristics.
     public func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {
-        LoopHop.run { [engine] in engine.value.read(request) }
+        LoopBridge.async { [engine] in engine.read(request) }
     }
     /// Answers the writes and runs the commands.
     public func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {
-        LoopHop.run { [engine] in engine.value.write(requests) }
+        LoopBridge.async { [engine] in engine.write(requests) }
     }
     /// Sends what waited for room.
     public func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
-        LoopHop.run { [engine] in engine.value.pump() }
+        LoopBridge.async { [engine] in engine.pump() }
     }
     /// Reports the subscription.
     public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
-        LoopHop.run { [engine] in engine.value.subscription(central, characteristic, on: true) }
+        LoopBridge.async { [engine] in engine.subscription(central, characteristic, on: true) }
     }
     /// Reports the unsubscription.
     public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
-        LoopHop.run { [engine] in engine.value.subscription(central, characteristic, on: false) }
+        LoopBridge.async { [engine] in engine.subscription(central, characteristic, on: false) }
     }
     /// Reports the central.
     public func peripheralManager(_ peripheral: PeripheralManager, centralDidConnect central: Central) {
-        let server = UncheckedSendable(self)
-        LoopHop.run { server.value.onEvent?(.centralConnected(central)) }
+        LoopBridge.async { self.onEvent?(.centralConnected(central)) }
     }
     /// Reports the central and forgets its half-received request.
     public func peripheralManager(_ peripheral: PeripheralManager, centralDidDisconnect central: Central) {
-        let server = UncheckedSendable(self)
-        LoopHop.run { [engine] in
-            engine.value.forget(central)
-            server.value.onEvent?(.centralDisconnected(central))
+        LoopBridge.async { [engine] in
+            engine.forget(central)
+            self.onEvent?(.centralDisconnected(central))
         }
     }
 }

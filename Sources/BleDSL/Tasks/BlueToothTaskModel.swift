@@ -1,3 +1,4 @@
+import BleRuntime
 import Foundation
 
 /// Receives a command produced later (by `BlueToothTaskModel`'s creator closure).
@@ -19,6 +20,8 @@ public typealias BlueToothTaskParseValue<R> = EitherOrValued<([Data]) -> R, (Dat
 /// Receives a task's parsed value.
 public typealias BlueToothTaskComplete<T> = (T) -> Void
 
+// Unchecked: an open class (FXBlueTooth's users subclass it) cannot be checked Sendable, and
+// dropping Sendable or `open` would break their code; its mutable state is behind `state`.
 /// A command, how to parse its response and who gets the value — and, unlike FXBlueTooth's,
 /// a runner: `run(on:completion:)` executes it on a `DeviceCharacteristicValue`.
 open class BlueToothTaskModel<T>: CreateCommandProtocol, @unchecked Sendable {
@@ -29,14 +32,21 @@ open class BlueToothTaskModel<T>: CreateCommandProtocol, @unchecked Sendable {
     /// How the response is parsed.
     public let parse: BlueToothTaskParseValue<T>
     /// Who receives the parsed value, in order.
-    public private(set) var plugins: [BlueToothTaskComplete<T>]
-    private var waiting: ((BlueToothTaskModel<T>, PeripheralOperationCommand?) -> Void)?
+    public var plugins: [BlueToothTaskComplete<T>] { state.withLock { $0.plugins } }
+
+    private struct State {
+        var plugins: [BlueToothTaskComplete<T>]
+        var waiting: ((BlueToothTaskModel<T>, PeripheralOperationCommand?) -> Void)?
+    }
+
+    /// Plugins are added from the app's thread and read from the engine's completion on the loop.
+    private let state: LoopLock<State>
 
     /// A task whose command is known now.
     public init(command: PeripheralOperationCommand, parse: BlueToothTaskParseValue<T>, plugins: [BlueToothTaskComplete<T>] = []) {
         source = .value1(command)
         self.parse = parse
-        self.plugins = plugins
+        state = LoopLock(State(plugins: plugins))
     }
 
     /// A task whose command is produced later, possibly asynchronously.
@@ -44,11 +54,11 @@ open class BlueToothTaskModel<T>: CreateCommandProtocol, @unchecked Sendable {
                 plugins: [BlueToothTaskComplete<T>] = []) {
         source = .value2(createCommandClosure)
         self.parse = parse
-        self.plugins = plugins
+        state = LoopLock(State(plugins: plugins))
     }
 
     /// Adds a receiver.
-    public func addPlugin(_ plugin: @escaping BlueToothTaskComplete<T>) { plugins.append(plugin) }
+    public func addPlugin(_ plugin: @escaping BlueToothTaskComplete<T>) { state.withLock { $0.plugins.append(plugin) } }
 
     /// Calls `closure` with the command, now or when the creator supplies it (once).
     public func prepareCommand(_ closure: @escaping (BlueToothTaskModel<T>, PeripheralOperationCommand?) -> Void) {
@@ -56,15 +66,17 @@ open class BlueToothTaskModel<T>: CreateCommandProtocol, @unchecked Sendable {
         case .value1(let command):
             closure(self, command)
         case .value2(let create):
-            waiting = closure
+            state.withLock { $0.waiting = closure }
             create(self)
         }
     }
 
     /// Supplies the command to a waiting `prepareCommand`.
     public func setCommand(_ command: PeripheralOperationCommand?) {
-        let closure = waiting
-        waiting = nil
+        let closure = state.withLock { state in
+            defer { state.waiting = nil }
+            return state.waiting
+        }
         closure?(self, command)
     }
 

@@ -3,7 +3,7 @@ import Foundation
 
 /// The runner FXBlueTooth lacked: executes tasks one after another on an engine, parses their
 /// responses, calls their plugins, retries failed ones, and can be cancelled.
-public final class BlueToothTaskQueue: @unchecked Sendable {
+public final class BlueToothTaskQueue: Sendable {
     /// A queued task's outcome.
     public typealias Completion = (Result<Any, Error>) -> Void
 

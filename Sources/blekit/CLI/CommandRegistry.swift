@@ -17,7 +17,6 @@ enum CommandRegistry {
         SimCommand.self,
         DemoCommand.self,
         GatewayCommand.self,
-        BenchCommand.self,
     ]
 
     /// blekit's version, printed by `--version`.

@@ -1,6 +1,5 @@
 import BleDBus
 import BleSim
-import BleTestSupport
 import Foundation
 
 /// `blekit sim`: BleSim on a private bus (or a given one), serving a scenario until interrupted.
