@@ -206,16 +206,26 @@ public final class ScenarioContext {
     /// stays the same whether or not a retry needed it). An outside central such as bleak reports
     /// a device only from BlueZ's signals, and a device bluetoothd already knows with unchanged
     /// data gives none when it is heard again: the next attempt must meet it as new.
-    func forgetDevicesOnTheCentralAdapter() async throws {
+    ///
+    /// The states the failed attempt left in the trace (from `traceMark` on) are forgotten once
+    /// each removal is in it, so the BlueZes are compared on the attempt that counted.
+    func forgetDevicesOnTheCentralAdapter(rewindingTraceTo traceMark: Int) async throws {
         let connection = try await dbus()
         let adapter = try BlueZ.rootPath.appending(backend.centralAdapter)
         let reply = try await connection.call(destination: BlueZ.busName, path: .root, interface: FreedesktopDBus.ObjectManager.interface,
                                               member: FreedesktopDBus.ObjectManager.getManagedObjects)
         guard let first = reply.first else { return }
         for (path, interfaces) in try BlueZShapes.managedObjects(first) where path.parent == adapter && interfaces[BlueZ.Device1.interface] != nil {
+            let removal = trace.mark
             _ = try? await connection.call(destination: BlueZ.busName, path: adapter, interface: BlueZ.Adapter1.interface,
                                            member: BlueZ.Adapter1.Method.removeDevice, arguments: [.objectPath(path)])
+            // bluetoothd announces the removal after its reply (gdbus sends InterfacesRemoved from an idle callback).
+            let address = String(path.lastElement.dropFirst(BlueZ.Paths.deviceElementPrefix.count)).replacingOccurrences(of: "_", with: ":")
+            if !(await trace.waitForEntry("\(address) removed", since: removal, within: eventDeadline)) {
+                throw ScenarioFailure("bluetoothd did not announce the removal of \(path) within \(eventDeadline)")
+            }
         }
+        trace.rewind(to: traceMark)
     }
 
     // MARK: The central

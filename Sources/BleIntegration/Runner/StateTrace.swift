@@ -11,6 +11,9 @@ import Foundation
 final class StateTrace {
     private(set) var entries: [String] = []
     private var current: [String: String] = [:]
+    /// Waits for an entry (see `waitForEntry`), each resumed once: by the entry or by its timer.
+    private var waiters: [(id: Int, entry: String, since: Int, resume: @BleLoop (Bool) -> Void)] = []
+    private var nextWaiter = 0
     private var subscriptions: [SignalSubscription] = []
     private let adapter: String
 
@@ -52,16 +55,49 @@ final class StateTrace {
             let subject = Self.address(of: path.rawValue)
             if message.member == FreedesktopDBus.ObjectManager.interfacesAdded, message.body.count >= 2,
                let interfaces = try? BlueZShapes.interfaceMap(message.body[1]), let device = interfaces[BlueZ.Device1.interface] {
-                self.entries.append("\(subject) added")
+                self.append("\(subject) added")
                 // The initial values are the first states; a device that appears connected says so.
                 for name in Self.deviceProperties { self.current["\(subject) \(name)"] = nil }
                 self.record(subject: subject, device, Self.deviceProperties, quietWhenFalse: true)
             } else if message.member == FreedesktopDBus.ObjectManager.interfacesRemoved, message.body.count >= 2,
                       case .array(_, let names) = message.body[1], names.contains(.string(BlueZ.Device1.interface)) {
-                self.entries.append("\(subject) removed")
+                self.append("\(subject) removed")
                 for name in Self.deviceProperties { self.current["\(subject) \(name)"] = nil }
             }
         })
+    }
+
+    private func append(_ entry: String) {
+        entries.append(entry)
+        let met = waiters.filter { $0.entry == entry }
+        waiters.removeAll { $0.entry == entry }
+        for waiter in met { waiter.resume(true) }
+    }
+
+    /// Where the trace is now, for `rewind(to:)` and `waitForEntry(_:since:within:)`.
+    var mark: Int { entries.count }
+
+    /// True once `entry` has been recorded after `mark` (at once if it was), false when `window`
+    /// passes first.
+    func waitForEntry(_ entry: String, since mark: Int, within window: Duration) async -> Bool {
+        if entries.dropFirst(mark).contains(entry) { return true }
+        nextWaiter += 1
+        let id = nextWaiter
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let timer = LoopTimer.scheduled(after: window) { [weak self] in
+                guard let self, let index = self.waiters.firstIndex(where: { $0.id == id }) else { return }
+                self.waiters.remove(at: index)
+                continuation.resume(returning: false)
+            }
+            waiters.append((id, entry, mark, { met in timer.cancel(); continuation.resume(returning: met) }))
+        }
+    }
+
+    /// Forgets what was recorded after `mark`: an attempt that a scenario repeats from a clean
+    /// slate (a retried outside client) is not part of what the two BlueZes are compared on.
+    func rewind(to mark: Int) {
+        guard mark < entries.count else { return }
+        entries.removeSubrange(mark...)
     }
 
     func stop() {
@@ -81,7 +117,7 @@ final class StateTrace {
             // A new device's false flags are its starting point, not a change.
             let isStart = current[key] == nil && quietWhenFalse && !value
             current[key] = text
-            if !isStart { entries.append("\(key)=\(text)") }
+            if !isStart { append("\(key)=\(text)") }
         }
     }
 

@@ -260,6 +260,7 @@ enum PeripheralFlowScenarios {
         // this scenario, with a fresh bleak process, at most three times, each retry said.
         var failures: [String] = []
         var output = ""
+        let traceBeforeBleak = context.trace.mark
         for attempt in 1...3 {
             // bleak's scan gets the advertisement again once its discovery is on (see discoverPeer;
             // bleak starts in seconds under emulation, hence the window).
@@ -279,7 +280,7 @@ enum PeripheralFlowScenarios {
             }
             // A retried bleak finds the device only if BlueZ announces it ("not found" on both
             // retries of a hogged run): it must be new to hci1 again, as it was for the first attempt.
-            try await context.forgetDevicesOnTheCentralAdapter()
+            try await context.forgetDevicesOnTheCentralAdapter(rewindingTraceTo: traceBeforeBleak)
         }
         for line in output.split(separator: "\n") { context.step("bleak \(line)") }
         let expected = [
