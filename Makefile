@@ -52,7 +52,12 @@ SANITIZER_TIME_SCALE ?= 4
 
 # Reports are checked against the reviewed list Tests/Sanitizers/tsan-suppressions.txt (each entry
 # says why; child processes the tests start inherit it).
-TSAN_ENVIRONMENT = TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/tsan-suppressions.txt
+TSAN_ENVIRONMENT = TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/tsan-suppressions.txt $(SANITIZER_TEST_WIDTH)
+# Every test of the process shares BleKit's one loop thread; sanitized code runs that loop several
+# times slower, and with every test in flight at once (Swift Testing's default) a bus's Hello
+# waited behind the others' work past its 10 s deadline (hundreds of failures, all of that one
+# kind). Under the sanitizers this many tests run at a time.
+SANITIZER_TEST_WIDTH ?= SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=6
 
 test-tsan: bootstrap
 	$(TSAN_ENVIRONMENT) BLEKIT_TEST_TIME_SCALE=$(SANITIZER_TIME_SCALE) $(SWIFT) test --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
@@ -65,7 +70,7 @@ test-sanitizers: bootstrap
 		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan $(SWIFT_TEST_FLAGS)
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan $(SWIFT_BUILD_FLAGS)
 	BLEKIT_TEST_TIME_SCALE=$(SANITIZER_TIME_SCALE) \
-	ASAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/asan-suppressions.txt \
+	$(SANITIZER_TEST_WIDTH) ASAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/asan-suppressions.txt \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/lsan-suppressions.txt:print_suppressions=0 \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan $(SWIFT_TEST_FLAGS)
 
