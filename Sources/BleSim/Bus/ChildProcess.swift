@@ -1,12 +1,12 @@
 import Foundation
 import Glibc
 
+// @unchecked: the output side (`buffered` and the stdout pipe) is behind `reading`; the rest is
+// set once at spawn or touched by the one thread that stops the child.
 /// A child process with a pipe on its stdin and stdout, spawned with `posix_spawn`.
 ///
 /// Foundation's `Process` leaks pipe ends into grandchildren and spins while waiting; tests
 /// need a child that ends when our end of its stdin closes and a wait that costs nothing.
-// @unchecked: the output side (`buffered` and the stdout pipe) is behind `reading`; the rest is
-// set once at spawn or touched by the one thread that stops the child.
 public final class ChildProcess: @unchecked Sendable {
     private static let spawnLock = NSLock()
     /// Readers take turns: tests read lines from whichever thread of the global pool the last
