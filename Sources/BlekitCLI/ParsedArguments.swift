@@ -89,4 +89,16 @@ package struct ParsedArguments: Sendable {
         guard let number = Int(text) else { throw UsageError(description: "\(name) wants a whole number, not '\(text)'") }
         return number
     }
+
+    /// The option as an integer within `range`. A number outside is refused, not clamped or
+    /// let through: `scan --count -1` used to stop at the first device and report
+    /// "stopped after -1 device(s)", `notify --count 0` to exit at once with status 0.
+    package func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let number = Int(text), range.contains(number) else {
+            let bounds = range.upperBound == Int.max ? "\(range.lowerBound) or more" : "from \(range.lowerBound) to \(range.upperBound)"
+            throw UsageError(description: "\(name) wants a whole number \(bounds), not '\(text)'")
+        }
+        return number
+    }
 }

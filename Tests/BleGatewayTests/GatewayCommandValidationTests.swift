@@ -110,6 +110,25 @@ struct GatewayCommandValidationTests {
         #expect(output.contains("commands[0].retries"), "\(output)")
     }
 
+    /// `--white-list` with a misspelt address, `--min-rssi 90` (OpenMQTTGateway's magnitude) and
+    /// a negative `--interval` used to run and publish nothing (or everything), exiting 0:
+    /// they are refused at start with status 2, before any broker or bus is tried.
+    @Test func theCLIRefusesBadFilterOptionsAtStart() async throws {
+        let blekit = try #require(BlekitBinary.path, "blekit is not built next to the test bundle")
+        for (options, message) in [
+            (["--white-list", "C0:FF:EE:00:00:1"], "--white-list wants a device address such as C0:FF:EE:00:00:01, not 'C0:FF:EE:00:00:1'"),
+            (["--black-list", "kitchen"], "--black-list wants a device address"),
+            (["--min-rssi", "90"], "--min-rssi wants a whole number from -127 to 20, not '90'"),
+            (["--interval", "-5"], "--interval wants a whole number from 0 to 86400000, not '-5'"),
+        ] {
+            let child = try ChildProcess(arguments: ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", blekit, "gateway", "--broker", "127.0.0.1:1",
+                                                     "--bus", "unix:path=/nonexistent/blekit-gateway.sock"] + options)
+            let (status, output) = await Task.detached { child.runToCompletion(timeout: 30) }.value
+            #expect(status == 2, "\(options): \(output)")
+            #expect(output.contains(message), "\(options): \(output)")
+        }
+    }
+
     /// Responses addressed with `#`, `+`, `/` or a megabyte string were refused by libmosquitto
     /// or published elsewhere without a word: the address is refused at the door, and the
     /// refusal is answered on `…/BTtoMQTT/commands`.
@@ -156,6 +175,44 @@ struct GatewayCommandValidationTests {
             recorder.client.publish(Self.commands, #"{"white-list":["C0:FF:EE:00:03:01"]}"#, qos: 1)
             try await recorder.first("the settings") { $0.topic == "home/gate/BTtoMQTT/config" }
             #expect(gateway.configuration.whiteList == ["C0:FF:EE:00:03:01"])
+        }
+    }
+
+    /// A config command with a bad value (`"minrssi": "loud"`, a white-list entry that is no
+    /// address, a negative interval), a misspelt key (`minrsi`) or nothing in it used to be
+    /// skipped, clamped or applied without a word (a misspelt white-list address then filtered
+    /// out every device): each is refused on MQTT with its path, and nothing of it is applied.
+    @Test func configCommandsWithBadValuesOrUnknownKeysAreRefusedOnMQTTAndNotApplied() async throws {
+        try await withGateway { gateway, recorder in
+            for (payload, path) in [
+                (#"{"minrssi":"loud"}"#, "minrssi"),
+                (#"{"white-list":["C0:FF:EE:00:03:0"]}"#, "white-list[0]"),
+                (#"{"black-list":"C0:FF:EE:00:03:01"}"#, "black-list"),
+                (#"{"interval":-5}"#, "interval"),
+                (#"{"onlysensors":"yes"}"#, "onlysensors"),
+                (#"{"minrssi":-80,"white-list":["nope"]}"#, "white-list[0]"),
+                (#"{"minrsi":-80}"#, "minrsi"),
+                ("{}", ""),
+            ] {
+                let mark = recorder.messages.count
+                recorder.client.publish(Self.commands, payload, qos: 1)
+                try await recorder.wait("the refusal of \(payload)") { messages in
+                    messages.dropFirst(mark).contains { $0.topic == Self.refusals && $0.json?["path"] == .string(path) }
+                }
+                let refusal = try #require(recorder.messages.dropFirst(mark).last { $0.topic == Self.refusals }?.json)
+                #expect(refusal["success"] == .bool(false), "\(refusal.text)")
+                #expect(refusal["code"] == .string("invalid_field"), "\(refusal.text)")
+                #expect(refusal["error"]?.stringValue?.isEmpty == false, "\(refusal.text)")
+                #expect(!recorder.messages.dropFirst(mark).contains { $0.topic == "home/gate/BTtoMQTT/config" }, "\(payload) was not applied")
+            }
+            let misspelt = try #require(recorder.messages.last { $0.topic == Self.refusals && $0.json?["path"] == .string("minrsi") }?.json)
+            #expect(misspelt["error"]?.stringValue?.contains("did you mean 'minrssi'") == true, "\(misspelt.text)")
+            #expect(gateway.configuration.whiteList.isEmpty && gateway.configuration.minimumRSSI == -100
+                    && gateway.configuration.publishInterval == .zero && !gateway.configuration.onlySensors)
+            // A good one is still applied and echoed.
+            recorder.client.publish(Self.commands, #"{"minrssi":-80,"interval":100}"#, qos: 1)
+            let settings = try #require(try await recorder.first("the settings") { $0.topic == "home/gate/BTtoMQTT/config" }.json)
+            #expect(settings["minrssi"] == .integer(-80) && settings["interval"] == .integer(100), "\(settings.text)")
         }
     }
 

@@ -203,6 +203,7 @@ struct ScenarioValidationTests {
         let scenario = try Scenario.parse(Data(#"""
         {"temporaryTimeout": 86400, "timing": {"scale": 100, "connectionInterval": 4000, "disconnect": 3600000, "connectTimeout": 3600000},
          "peripherals": [{"address": "C0:FF:EE:00:00:01", "advertisingInterval": 10240, "rssi": 20, "rssiJitter": 100, "txPower": -127, "mtu": 517,
+                          "services": [{"uuid": "ff00", "characteristics": [{"uuid": "ff02", "flags": ["notify"]}]}],
                           "rules": [{"on": {"every": 3600000}, "then": [{"notify": "ff02", "value": "01", "packets": 10000000}], "latency": 3600000}]}],
          "crowd": {"count": 65535, "interval": 10240},
          "faults": [{"connect": "C0:FF:EE:00:00:01", "failure": "timeout", "times": 10000000},
@@ -319,6 +320,31 @@ struct ScenarioValidationTests {
         #expect(path.description == "faults[0].accessDenied")
     }
 
+    /// A rule naming a characteristic the peripheral does not have never acts: it used to load
+    /// without a word (`"notify": "2a99"` for 2a37), and the sensor simply stayed silent.
+    @Test func aRuleNamingACharacteristicThePeripheralLacksIsRefusedWithItsPlace() throws {
+        let places: [(String, String)] = [
+            (#"{"on": {"write": "ff09"}, "then": [{"echo": "ff02"}]}"#, "peripherals[0].rules[0].on.write"),
+            (#"{"on": {"read": "ff09"}, "then": [{"reply": "01"}]}"#, "peripherals[0].rules[0].on.read"),
+            (#"{"on": {"subscribe": "ff09"}, "then": [{"disconnect": true}]}"#, "peripherals[0].rules[0].on.subscribe"),
+            (#"{"on": {"every": 1000}, "then": [{"notify": "2a37", "value": "01"}]}"#, "peripherals[0].rules[0].then[0].notify"),
+            (#"{"on": {"write": "ff01"}, "then": [{"attError": 14}, {"echo": "ff09"}]}"#, "peripherals[0].rules[0].then[1].echo"),
+            (#"{"on": {"connect": true}, "then": [{"setValue": "ff09", "value": "01"}]}"#, "peripherals[0].rules[0].then[0].setValue"),
+        ]
+        for (rule, place) in places {
+            let problem = try #require(Self.problem(#"{"peripherals": [{\#(Self.peripheral), "services": [\#(Self.service)], "rules": [\#(rule)]}]}"#, place))
+            guard case .invalidValue(let path, _, let reason) = problem else { Issue.record("\(place): \(problem)"); continue }
+            #expect(path.description == place, "\(problem)")
+            #expect(reason.contains("the peripheral has no characteristic") && reason.contains("its characteristics are ff01, ff02"), "\(problem)")
+        }
+        // One of servicesAfterReconnect's is the peripheral's too.
+        _ = try Scenario.parse(Data(#"""
+        {"peripherals": [{\#(Self.peripheral), "services": [\#(Self.service)],
+          "servicesAfterReconnect": [{"uuid": "ff10", "characteristics": [{"uuid": "ff11", "flags": ["notify"]}]}],
+          "rules": [{"on": {"write": "0xFF01"}, "then": [{"notify": "0000ff11-0000-1000-8000-00805f9b34fb", "value": "01"}]}]}]}
+        """#.utf8))
+    }
+
     @Test func anUnknownNameIsRefusedWithTheClosestKnownOne() throws {
         let flag = try #require(Self.problem(#"{"peripherals": [{\#(Self.peripheral), "services": [{"uuid": "ff00", "characteristics": [{"uuid": "ff01", "flags": ["read", "notfy"]}]}]}]}"#))
         guard case .unknownValue(let path, "notfy", let accepted, "notify") = flag else { Issue.record("\(flag)"); return }
@@ -406,6 +432,8 @@ struct ScenarioValidationTests {
          "is invalid: line 1, peripherals[0].advertisingInterval: 1e+300 ms is out of range; use 20…10240 ms"),
         ("a huge temporary timeout", #"{"temporaryTimeout": 1e300}"#,
          "is invalid: line 1, temporaryTimeout: 1e+300 s is out of range; use 0.001…86400 s"),
+        ("a rule on a characteristic it lacks", #"{"peripherals": [{"address": "C0:FF:EE:00:00:01", "services": [{"uuid": "180d", "characteristics": [{"uuid": "2a37", "flags": ["notify"]}]}], "rules": [{"on": {"every": 1000}, "then": [{"notify": "2a99", "value": "0048"}]}]}]}"#,
+         "is invalid: line 1, peripherals[0].rules[0].then[0].notify: the peripheral has no characteristic 2a99, so this rule would never act; its characteristics are 2a37"),
     ]
 
     @Test(arguments: ScenarioValidationTests.refusedBySim)

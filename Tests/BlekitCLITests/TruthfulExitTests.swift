@@ -169,4 +169,63 @@ import Testing
         let scan = try await room.blekit(["scan", "--count", "2", "--timeout", "1"])
         #expect(scan.status == 6 && scan.errors.contains("only 1 of 2 device(s) heard within 1 s"), "\(scan.transcript)")
     }
+
+    /// `scan --count -1` stopped at the first device and said "stopped after -1 device(s)";
+    /// `notify --count 0` exited at once with status 0. Counts and rows below 1 are refused
+    /// before the bus is tried (a number let through would end with status 3 here).
+    @Test func countsAndLimitsBelowOneAreUsageErrors() async throws {
+        let nowhere = ["--bus", "unix:path=/nonexistent/blekit-count.sock"]
+        for (arguments, message) in [
+            (["scan", "--count", "-1"], "--count wants a whole number 1 or more, not '-1'"),
+            (["scan", "--count", "0"], "--count wants a whole number 1 or more, not '0'"),
+            (["scan", "--limit", "-4"], "--limit wants a whole number 1 or more, not '-4'"),
+            (["notify", Self.address, "ff02", "--count", "0", "--duration", "1"], "--count wants a whole number 1 or more, not '0'"),
+        ] {
+            let run = try await CLIRun.run(arguments + nowhere)
+            #expect(run.status == 2 && run.errors.contains(message), "\(arguments): \(run.transcript)")
+        }
+    }
+
+    /// The README calls --bus, --adapter and --json global, and `blekit --bus ADDRESS scan`
+    /// was refused as "unknown command '--bus'": before the command they are taken as after it.
+    @Test func globalOptionsMayComeBeforeTheCommand() async throws {
+        let room = try await SimulatedRoom.start(Self.room)
+        defer { Task { await room.stop() } }
+        let scan = try await CLIRun.run(["--bus", room.bus.address, "--json", "scan", "--count", "1", "--timeout", "30"])
+        #expect(scan.status == 0 && scan.output.contains("\"address\":\"\(Self.address)\""), "\(scan.transcript)")
+        let inline = try await CLIRun.run(["--bus=\(room.bus.address)", "--adapter", "hci1", "read", Self.address, "2a19"])
+        #expect(inline.status == 0 && inline.output.contains("2A19 Battery Level: 5a"), "\(inline.transcript)")
+        let alone = try await CLIRun.run(["--bus", room.bus.address])
+        #expect(alone.status == 2 && alone.errors.contains("--bus is a global option; a command must follow"), "\(alone.transcript)")
+    }
+
+    /// BlueZ 5.66 does not say whether an advertisement was connectable, and `info` printed
+    /// "Connectable: yes" for a crowd's non-connectable beacon.
+    @Test func infoDoesNotClaimABeaconIsConnectable() async throws {
+        let room = try await SimulatedRoom.start(#"{"timing": {"scale": 0.2}, "crowd": {"count": 1, "addressPrefix": "DE:AD:BE:EF", "interval": 50}}"#)
+        defer { Task { await room.stop() } }
+        let info = try await room.blekit(["info", "DE:AD:BE:EF:00:00"])
+        #expect(info.status == 0 && info.output.contains("Connectable: not reported by BlueZ"), "\(info.transcript)")
+        #expect(!info.output.contains("Connectable: yes"), "\(info.transcript)")
+        let json = try await room.blekit(["info", "DE:AD:BE:EF:00:00", "--json"])
+        #expect(json.status == 0 && !json.output.contains("\"connectable\":true"), "\(json.transcript)")
+    }
+
+    /// A name of the wrong kind as the example, a misspelt --peripheral without the names
+    /// there are, and malformed JSON without the parser's words sent people looking.
+    @Test func refusedInputsSayWhatWouldBeAccepted() async throws {
+        let service = try await CLIRun.run(["scan", "--service", "Heart Rat", "--bus", "unix:path=/nonexistent/blekit-names.sock"])
+        #expect(service.status == 2 && service.errors.contains("nor the name of a service (\"Heart Rate\", \"Battery\")"), "\(service.transcript)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blekit-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let scenario = folder.appendingPathComponent("room.json").path
+        try Data(Self.room.utf8).write(to: URL(fileURLWithPath: scenario))
+        let misspelt = try await CLIRun.run(["serve", scenario, "--peripheral", "MyDevise", "--bus", "unix:path=/nonexistent/blekit-serve.sock"])
+        #expect(misspelt.status == 1 && misspelt.errors.contains("has no peripheral named 'MyDevise'; its peripherals are named 'MyDevice'"), "\(misspelt.transcript)")
+        let broken = folder.appendingPathComponent("broken.json").path
+        try Data(#"{"name": "X","#.utf8).write(to: URL(fileURLWithPath: broken))
+        let malformed = try await CLIRun.run(["serve", broken, "--bus", "unix:path=/nonexistent/blekit-serve.sock"])
+        #expect(malformed.status == 1 && malformed.errors.contains("broken.json is not valid JSON: "), "\(malformed.transcript)")
+    }
 }

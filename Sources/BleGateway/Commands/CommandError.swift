@@ -50,7 +50,7 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidJSON: return "not valid JSON: send one JSON object, such as {\"ble_read_address\": \"AA:BB:CC:DD:EE:FF\", ...}"
         case .notAnObject(let path): return "\(path.isEmpty ? "the command" : path) must be a JSON object"
         case .missingField(let path, let needs): return "\(path) is missing: \(needs)"
-        case .invalidField(let path, let reason): return "\(path): \(reason)"
+        case .invalidField(let path, let reason): return path.isEmpty ? reason : "\(path): \(reason)"
         case .unknownOperation(let name): return "no operation command named '\(name)' in the configuration (--commands)"
         case .unreadableFile(let path, let reason): return "cannot read \(path): \(reason)"
         }

@@ -285,10 +285,19 @@ public final class Gateway: @preconcurrency CentralManagerDelegate {
         }
         guard let command = JSONValue.parse(message.payload) else { return refuse(.invalidJSON, on: message.topic, command: nil, forFleet: forFleet) }
         guard case .object = command else { return refuse(.notAnObject(path: ""), on: message.topic, command: nil, forFleet: forFleet) }
-        if !forFleet, configuration.apply(configCommand: command) { publishSettings() }
+        var configured = false
+        if !forFleet {
+            do {
+                configured = try configuration.apply(configCommand: command)
+            } catch {
+                return refuse(error, on: message.topic, command: command, forFleet: forFleet)
+            }
+            if configured { publishSettings() }
+        }
         switch GattRequest.parse(command, operations: configuration.operationCommands) {
         case nil:
-            break
+            // Neither a setting nor a request: a misspelt key must be answered, not dropped.
+            if !configured { refuse(GatewayConfiguration.unrecognized(command, onFleetTopic: forFleet), on: message.topic, command: command, forFleet: forFleet) }
         case .failure(let error)?:
             refuse(error, on: message.topic, command: command, forFleet: forFleet)
         case .success(let request)?:

@@ -129,6 +129,41 @@ public struct PeripheralSpec: Sendable, Codable, Equatable {
         servicesAfterReconnect = try container.decodeIfPresent([ServiceSpec].self, forKey: .servicesAfterReconnect)
         if let servicesAfterReconnect { try ServiceSpec.checkIncludes(servicesAfterReconnect, in: container, key: .servicesAfterReconnect) }
         rules = try container.decodeIfPresent([BehaviourRule].self, forKey: .rules) ?? []
+        try checkRuleCharacteristics(in: container)
+    }
+
+    /// Throws, naming the place, when a rule names a characteristic the peripheral does not
+    /// have (in `services` or `servicesAfterReconnect`): such a rule never fires, so a misspelt
+    /// UUID (`"notify": "2a99"`) used to load and run without a word.
+    private func checkRuleCharacteristics(in container: KeyedDecodingContainer<CodingKeys>) throws {
+        let characteristics = (services + (servicesAfterReconnect ?? [])).flatMap(\.characteristics).map(\.uuid)
+        let known = Set(characteristics)
+        for (index, rule) in rules.enumerated() {
+            let rulePath = container.path(.rules).appending(index)
+            var named: [(path: ScenarioPath, uuid: String)] = []
+            switch rule.trigger {
+            case .write(let uuid, _): named.append((rulePath.appending("on").appending("write"), uuid))
+            case .read(let uuid): named.append((rulePath.appending("on").appending("read"), uuid))
+            case .subscribe(let uuid): named.append((rulePath.appending("on").appending("subscribe"), uuid))
+            case .connect, .periodic: break
+            }
+            for (position, response) in rule.responses.enumerated() {
+                let responsePath = rulePath.appending("then").appending(position)
+                switch response {
+                case .notify(let uuid, _, _): named.append((responsePath.appending("notify"), uuid))
+                case .echo(let uuid): named.append((responsePath.appending("echo"), uuid))
+                case .setValue(let uuid, _): named.append((responsePath.appending("setValue"), uuid))
+                case .reply, .attError, .disconnect: break
+                }
+            }
+            for (path, uuid) in named where !known.contains(uuid) {
+                func shown(_ uuid: String) -> String { SimUUID.short(uuid).map { String(format: "%04x", $0) } ?? uuid }
+                let listed = characteristics.map(shown)
+                throw ScenarioProblem.invalidValue(path: path, value: shown(uuid),
+                                                   reason: "the peripheral has no characteristic \(shown(uuid)), so this rule would never act; "
+                                                       + (listed.isEmpty ? "it has no characteristics" : "its characteristics are \(listed.joined(separator: ", "))"))
+            }
+        }
     }
 
     /// Writes the JSON form read by `init(from:)`.

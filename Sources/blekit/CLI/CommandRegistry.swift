@@ -35,9 +35,28 @@ enum CommandRegistry {
         return text
     }
 
+    /// `blekit --bus ADDRESS scan …` as `blekit scan --bus ADDRESS …`: the global options
+    /// (`--adapter`, `--bus`, `--json`) may come before the command, as the README's "global"
+    /// suggests and as git takes them. They used to be refused as "unknown command '--bus'".
+    /// Anything else before the command is left where it is, for the usual refusal.
+    static func commandFirst(_ arguments: [String]) -> [String] {
+        let movable = GlobalOptions.specs.filter { $0.name != "--help" && $0.name != "--version" }
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = argument.hasPrefix("--") ? String(argument.prefix { $0 != "=" }) : argument
+            guard let spec = movable.first(where: { $0.name == name }) else { break }
+            index += spec.value != nil && !argument.contains("=") ? 2 : 1
+        }
+        guard index > 0, index < arguments.count, commands.contains(where: { $0.name == arguments[index] }) else { return arguments }
+        // Right after the command, so that a `--` later on still ends the options after them.
+        return [arguments[index]] + arguments[..<index] + arguments[(index + 1)...]
+    }
+
     /// Runs the command line (without the program name) and returns the exit status.
     @MainActor
     static func run(_ arguments: [String]) async -> ExitCode {
+        let arguments = commandFirst(arguments)
         guard let first = arguments.first else {
             FileHandle.standardError.write(Data("\(usage)\n".utf8))
             return .usage
@@ -57,6 +76,10 @@ enum CommandRegistry {
             break
         }
         guard let command = commands.first(where: { $0.name == first }) else {
+            if GlobalOptions.specs.contains(where: { first == $0.name || first.hasPrefix($0.name + "=") }) {
+                FileHandle.standardError.write(Data("blekit: \(first.prefix { $0 != "=" }) is a global option; a command must follow the global options (blekit \(first.prefix { $0 != "=" }) … scan)\n\n\(usage)\n".utf8))
+                return .usage
+            }
             FileHandle.standardError.write(Data("blekit: unknown command '\(first)'\n\n\(usage)\n".utf8))
             return .usage
         }

@@ -39,7 +39,8 @@ enum GatewayCommand: BlekitCommand {
     commands on home/NAME/commands/MQTTtoBT/config: {"white-list":[...]}, {"minrssi":-80},
     {"interval":5000}, {"ble_write_address":MAC,"ble_write_service":UUID,"ble_write_char":UUID,
     "ble_write_value":"0102","value_type":"HEX","ttl":2}, {"ble_read_address":...}, {"cmd":NAME,"id":MAC}.
-    A refused command (over 64 KiB, not JSON, a bad address, UUID or value) is answered on
+    A refused command (over 64 KiB, not JSON, a bad address, UUID or value, no member the gateway
+    reads) is answered on
     home/NAME/BTtoMQTT/<MAC>, or .../commands, with "success":false, "code", "path" and "error".
     An unreachable or lost broker is said once on stderr, and its return; "published" counts what
     libmosquitto wrote (QoS 0) or the broker acknowledged (QoS 1).
@@ -57,10 +58,20 @@ enum GatewayCommand: BlekitCommand {
         let interval: Int?
         do {
             seconds = try arguments.seconds("--timeout", default: 0)
-            minimumRSSI = try arguments.integer("--min-rssi")
-            interval = try arguments.integer("--interval")
+            // Refused rather than clamped: --min-rssi 90 (OpenMQTTGateway's magnitude) or a
+            // negative --interval used to be taken as given, and filtered every advertisement
+            // out, or none, without a word.
+            minimumRSSI = try arguments.integer("--min-rssi", in: -127...20)
+            interval = try arguments.integer("--interval", in: 0...GatewayConfiguration.maximumIntervalMilliseconds)
         } catch {
             return invocation.usage(error.description, help: help)
+        }
+        // A misspelt address in --white-list matches nothing: the gateway would publish
+        // nothing and exit 0 with everything counted as filtered.
+        for option in ["--white-list", "--black-list"] {
+            if let bad = arguments.all(option).first(where: { !GatewayConfiguration.isAddress($0) }) {
+                return invocation.usage("\(option) wants a device address such as C0:FF:EE:00:00:01, not '\(bad)'", help: help)
+            }
         }
         let tls = arguments.value("--cafile") != nil || arguments.value("--certfile") != nil || arguments.has("--tls-insecure")
         let (host, port) = broker(arguments.value("--broker") ?? "localhost", tls: tls)

@@ -12,6 +12,13 @@ enum InfoCommand: BlekitCommand {
     Does not connect. Example: blekit info C0:FF:EE:00:00:01
     """
 
+    /// BlueZ 5.66 does not export whether an advertisement was connectable, and BleKit's
+    /// `isConnectable` is true unless BlueZ says otherwise: printing that as "yes" told a
+    /// non-connectable beacon was connectable.
+    static func connectableLine(_ advertisement: AdvertisementData) -> String {
+        advertisement.isConnectable ? "  Connectable: not reported by BlueZ (`blekit gatt` tries to connect)" : "  Connectable: no"
+    }
+
     @MainActor
     static func run(_ invocation: Invocation) async -> ExitCode {
         guard invocation.positionals.count == 1 else { return invocation.usage("wants one ADDRESS", help: help) }
@@ -23,11 +30,13 @@ enum InfoCommand: BlekitCommand {
             guard let entry = session.known[peripheral.address] else { throw CLIError("\(peripheral.address) vanished", .deviceNotFound) }
             let advertisement = entry.advertisement
             if invocation.global.json {
-                var object: [String: Any] = ["address": peripheral.address, "identifier": peripheral.identifier.uuidString, "rssi": entry.rssi, "connectable": advertisement.isConnectable,
+                var object: [String: Any] = ["address": peripheral.address, "identifier": peripheral.identifier.uuidString, "rssi": entry.rssi,
                                              "state": peripheral.state.description,
                                              "services": advertisement.serviceUUIDs.map(\.uuidString)]
                 object["name"] = advertisement.localName ?? peripheral.name
                 object["txPower"] = advertisement.txPowerLevel
+                // Only a "no" is known: see `connectableLine`.
+                if !advertisement.isConnectable { object["connectable"] = false }
                 object["manufacturerData"] = Dictionary(uniqueKeysWithValues: advertisement.manufacturerData.map { ("0x" + Names.hex4($0.key), Hex.compact($0.value)) })
                 object["serviceData"] = Dictionary(uniqueKeysWithValues: advertisement.serviceData.map { ($0.key.uuidString, Hex.compact($0.value)) })
                 invocation.json(object)
@@ -37,7 +46,7 @@ enum InfoCommand: BlekitCommand {
             lines.append("  Name: \(advertisement.localName ?? peripheral.name ?? "(none)")")
             lines.append("  RSSI: \(entry.rssi) dBm")
             if let power = advertisement.txPowerLevel { lines.append("  TX power: \(power) dBm") }
-            lines.append("  Connectable: \(advertisement.isConnectable ? "yes" : "no")")
+            lines.append(connectableLine(advertisement))
             lines.append("  State: \(peripheral.state)")
             for (company, bytes) in advertisement.manufacturerData.sorted(by: { $0.key < $1.key }) {
                 lines.append("  Manufacturer data: 0x\(Names.hex4(company)) \(Names.company(company)): \(Hex.spaced(bytes))")

@@ -24,7 +24,7 @@ enum NotifyCommand: BlekitCommand {
         let count: Int?
         let duration: Double?
         do {
-            count = try invocation.arguments.integer("--count")
+            count = try invocation.arguments.integer("--count", in: 1...Int.max)
             duration = invocation.arguments.has("--duration") ? try invocation.arguments.seconds("--duration", default: 0) : nil
         } catch {
             return invocation.usage(error.description, help: help)

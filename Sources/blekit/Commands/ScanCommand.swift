@@ -32,8 +32,8 @@ enum ScanCommand: BlekitCommand {
         let count: Int?
         do {
             seconds = try invocation.arguments.seconds("--timeout", default: 10)
-            limitOption = try invocation.arguments.integer("--limit")
-            count = try invocation.arguments.integer("--count")
+            limitOption = try invocation.arguments.integer("--limit", in: 1...Int.max)
+            count = try invocation.arguments.integer("--count", in: 1...Int.max)
         } catch {
             return invocation.usage(error.description, help: help)
         }

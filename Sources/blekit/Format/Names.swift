@@ -46,6 +46,16 @@ enum Names {
     static func parseUUID(_ text: String, _ kind: AssignedNumbers.Kind) throws(CLIError) -> BluetoothUUID {
         if let uuid = BluetoothUUID(text) { return uuid }
         if let key = AssignedNumbers.uuid(named: text, kind: kind), let uuid = BluetoothUUID(key) { return uuid }
-        throw CLIError("'\(text)' is neither a UUID (2a19, 0000180f-0000-1000-8000-00805f9b34fb) nor the name of a \(kind.rawValue) (\"Battery Level\").", .usage)
+        throw CLIError("'\(text)' is neither a UUID (2a19, 0000180f-0000-1000-8000-00805f9b34fb) nor the name of a \(kind.rawValue) (\(example(kind))).", .usage)
+    }
+
+    /// A name of the kind `parseUUID` takes: "Battery Level" is a characteristic, and as the
+    /// example for `scan --service` it sent people the wrong way.
+    private static func example(_ kind: AssignedNumbers.Kind) -> String {
+        switch kind {
+        case .service: return "\"Heart Rate\", \"Battery\""
+        case .descriptor: return "\"Client Characteristic Configuration\""
+        default: return "\"Battery Level\""
+        }
     }
 }

@@ -17,12 +17,24 @@ struct ServedPeripheral {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CLIError("cannot read \(path): check the path and that it is readable")
         }
-        guard var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            // The parser's own words say where it stopped ("around line 3, column 1").
+            var detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
+            while detail.hasSuffix(".") { detail.removeLast() }
+            throw CLIError("\(path) is not valid JSON: \(detail). See Scenarios/*.json for the format (a peripheral with services and characteristics)")
+        }
+        guard var object = parsed as? [String: Any] else {
             throw CLIError("\(path) is not a JSON object; see Scenarios/*.json for the format (a peripheral with services and characteristics)")
         }
         if let peripherals = object["peripherals"] as? [[String: Any]] {
             guard let chosen = peripherals.first(where: { name == nil || $0["name"] as? String == name }) else {
-                throw CLIError("\(path) has no peripheral\(name.map { " named \($0)" } ?? "")")
+                // Which names there are, so that a misspelt --peripheral is fixed at once.
+                let names = peripherals.compactMap { $0["name"] as? String }.map { "'\($0)'" }
+                throw CLIError("\(path) has no peripheral\(name.map { " named '\($0)'" } ?? "")"
+                               + (names.isEmpty ? "" : "; its peripherals are named \(names.joined(separator: ", "))"))
             }
             object = chosen
         }
