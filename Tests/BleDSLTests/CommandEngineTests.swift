@@ -70,11 +70,11 @@ import Testing
         try await stack.connect()
         // The first command turns notifications on, which takes longer than an echo.
         _ = try await stack.run(EchoCommand(cmdData: Data([0x02, 0x00]), timeOutInterval: 30))
-        // Its deadline (1.5 s from its start) falls inside the silent command's 4 s; the margin is
+        // Its deadline (3 s from its start) falls inside the silent command's 6 s; the margin is
         // for a loaded machine, where an echo can take most of a second.
         // Both scale with the tests' clock (a sanitized echo takes seconds), so the short one's
         // deadline still falls inside the long one's, which is what this checks.
-        let short = TestTime.scaled(1.5), long = TestTime.scaled(4.0)
+        let short = TestTime.scaled(3.0), long = TestTime.scaled(6.0)
         let answered = try await stack.run(EchoCommand(cmdData: Data([0x02, 0x01]), timeOutInterval: short))
         try #require(answered.value == [Data([0x02, 0x01])], "the short command was not answered in time")
         let started = ContinuousClock.now
