@@ -6,31 +6,15 @@ import Testing
 /// spelling of BlueZ's names: the sources pass, and a planted spelling fails, named by file and
 /// line with the constant to use instead. A scan that passed everything would fail here.
 @Suite struct BlueZNameScanTests {
-    /// Runs the scan over `root` (default: this repository) with its reviewed list, off the
-    /// test pool's threads (it reads every source file of four modules).
-    static func scan(root: URL = TrappingConversionScanTests.root) async throws -> (status: Int32?, output: String) {
-        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("bluez-names-\(UUID().uuidString).txt")
-        defer { try? FileManager.default.removeItem(at: errors) }
-        let script = TrappingConversionScanTests.root.appendingPathComponent("scripts/check-bluez-names").path
-        let child = try ChildProcess(arguments: [script, "--root", root.path], standardErrorPath: errors.path)
-        let (status, output) = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: 60)) }
-        }
-        return (status, output + ((try? String(contentsOf: errors, encoding: .utf8)) ?? ""))
+    /// Runs the scan over `root` (default: this repository) with its reviewed list.
+    static func scan(root: URL = SourceScan.root) async throws -> (status: Int32?, output: String) {
+        try await SourceScan.run("check-bluez-names", root: root)
     }
 
     /// A tree holding the real vocabulary, `files` (path: text) and `allowed` as the reviewed list.
     static func plant(_ files: [String: String], allowed: String = "") throws -> URL {
-        let tree = FileManager.default.temporaryDirectory.appendingPathComponent("bluez-names-tree-\(UUID().uuidString)")
-        let vocabulary = TrappingConversionScanTests.root.appendingPathComponent("Sources/BlueZVocabulary")
-        try FileManager.default.createDirectory(at: tree.appendingPathComponent("Sources"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: vocabulary, to: tree.appendingPathComponent("Sources/BlueZVocabulary"))
-        for (path, text) in files.merging(["scripts/bluez-names.allowed": allowed], uniquingKeysWith: { $1 }) {
-            let file = tree.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try text.write(to: file, atomically: true, encoding: .utf8)
-        }
-        return tree
+        try SourceScan.plant(files.merging(["scripts/bluez-names.allowed": allowed], uniquingKeysWith: { $1 }),
+                             copying: ["Sources/BlueZVocabulary"])
     }
 
     @Test func theSourcesPassTheScan() async throws {

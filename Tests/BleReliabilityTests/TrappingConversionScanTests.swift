@@ -6,32 +6,16 @@ import Testing
 /// reaches a trapping API: the sources pass, and each kind of planted bad site fails, named by
 /// file and line with what to use instead. A scan that passed everything would fail here.
 @Suite struct TrappingConversionScanTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = SourceScan.root
 
     /// Runs the scan over `root` (default: this repository) with its reviewed list.
-    /// Off the test pool's threads (one per core): the scan reads every source file.
     static func scan(root: URL = root, allowed: String? = nil) async throws -> (status: Int32?, output: String) {
-        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("trapping-scan-\(UUID().uuidString).txt")
-        defer { try? FileManager.default.removeItem(at: errors) }
-        var arguments = [Self.root.appendingPathComponent("scripts/check-trapping-conversions").path, "--root", root.path]
-        if let allowed { arguments += ["--allowed", allowed] }
-        let child = try ChildProcess(arguments: arguments, standardErrorPath: errors.path)
-        let (status, output) = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: child.runToCompletion(timeout: 60)) }
-        }
-        return (status, output + ((try? String(contentsOf: errors, encoding: .utf8)) ?? ""))
+        try await SourceScan.run("check-trapping-conversions", root: root, arguments: allowed.map { ["--allowed", $0] } ?? [])
     }
 
     /// A tree holding only `files` (path: text), with an empty reviewed list unless one is given.
     static func plant(_ files: [String: String], allowed: String = "") throws -> URL {
-        let tree = FileManager.default.temporaryDirectory.appendingPathComponent("trapping-tree-\(UUID().uuidString)")
-        for (path, text) in files.merging(["scripts/trapping-conversions.allowed": allowed], uniquingKeysWith: { $1 }) {
-            let file = tree.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try text.write(to: file, atomically: true, encoding: .utf8)
-        }
-        return tree
+        try SourceScan.plant(files.merging(["scripts/trapping-conversions.allowed": allowed], uniquingKeysWith: { $1 }))
     }
 
     @Test func theSourcesPassTheScan() async throws {

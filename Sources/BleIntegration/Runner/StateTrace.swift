@@ -12,7 +12,7 @@ final class StateTrace {
     private(set) var entries: [String] = []
     private var current: [String: String] = [:]
     /// Waits for an entry (see `waitForEntry`), each resumed once: by the entry or by its timer.
-    private var waiters: [(id: Int, entry: String, since: Int, resume: @BleLoop (Bool) -> Void)] = []
+    private var waiters: [(id: Int, entry: String, resume: @BleLoop (Bool) -> Void)] = []
     private var nextWaiter = 0
     private var subscriptions: [SignalSubscription] = []
     private let adapter: String
@@ -89,7 +89,7 @@ final class StateTrace {
                 self.waiters.remove(at: index)
                 continuation.resume(returning: false)
             }
-            waiters.append((id, entry, mark, { met in timer.cancel(); continuation.resume(returning: met) }))
+            waiters.append((id, entry, { met in timer.cancel(); continuation.resume(returning: met) }))
         }
     }
 
