@@ -30,7 +30,7 @@ final class ObjectCache {
     var onEvent: (@BleLoop (CacheEvent) -> Void)?
     /// Receives notifications (`CacheEvent.notified`) straight, when set: the commonest event
     /// skips the general switch and the closure's isolation check.
-    weak var notificationRouter: BlueZSession?
+    weak var notificationRouter: BusSession?
 
     init(connection: Connection) {
         self.connection = connection

@@ -21,46 +21,45 @@ extension CentralManager {
         // Devices BlueZ already knows and hears are reported from their next advertisement.
     }
 
-    @BleLoop func discoveryFilter() -> DBusValue {
-        guard let scan else { return BlueZShapes.propertyDictionary([]) }
-        var pairs: [(String, DBusValue)] = [
-            (BlueZ.Adapter1.DiscoveryFilterKey.transport, .string(scan.options.transport.discoveryFilterValue)),
-            // 5.66's code default is false despite the docs (bluez doc fix 5f901b537): say it.
-            (BlueZ.Adapter1.DiscoveryFilterKey.duplicateData, .boolean(scan.options.allowDuplicates)),
-        ]
-        if let services = scan.services {
-            pairs.append((BlueZ.Adapter1.DiscoveryFilterKey.uuids, .array(element: .string, services.map { .string($0.uuidString128) })))
-        }
-        if let rssi = scan.options.rssiThreshold { pairs.append((BlueZ.Adapter1.DiscoveryFilterKey.rssi, .int16(Int16(clamping: rssi)))) }
-        if let pattern = scan.options.pattern { pairs.append((BlueZ.Adapter1.DiscoveryFilterKey.pattern, .string(pattern))) }
-        return BlueZShapes.propertyDictionary(pairs)
+    @BleLoop func discoveryFilter() -> DiscoveryFilter? {
+        guard let scan else { return nil }
+        return DiscoveryFilter(transport: scan.options.transport.discoveryFilterValue, duplicateData: scan.options.allowDuplicates,
+                               uuids: scan.services?.map(\.uuidString128), rssi: scan.options.rssiThreshold.map { Int16(clamping: $0) },
+                               pattern: scan.options.pattern)
     }
 
+    /// This central's part of the process's discovery session on its adapter (nil without an
+    /// adapter or a bus).
+    @BleLoop var discoveryShare: DiscoveryShare? {
+        guard let adapterPath, let bus = session.bus else { return nil }
+        return bus.discovery(on: adapterPath, timeout: options.operationTimeout + .seconds(1))
+    }
+
+    /// Who this central is to the shared discovery session.
+    @BleLoop var scanHolder: ClaimHolder { ClaimHolder(client: ObjectIdentifier(session), object: ObjectIdentifier(self)) }
+
     @BleLoop func setDiscoveryFilter(then next: (@BleLoop () -> Void)? = nil) {
-        guard let adapterPath else { return }
-        callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.setDiscoveryFilter, [discoveryFilter()]) { result in
-            if case .failure(let error) = result { BleLog.warning("SetDiscoveryFilter failed: \(error); scanning unfiltered") }
-            next?()
-        }
+        guard let share = discoveryShare, let filter = discoveryFilter() else { next?(); return }
+        share.setFilter(filter, for: scanHolder) { next?() }
     }
 
     @BleLoop func beginDiscovery() {
         // While our StopDiscovery is pending, bluetoothd still counts the old session and would
         // refuse a start with InProgress, then end discovery: the stop's reply starts it again.
-        guard let adapterPath, scan != nil, discovery == .idle else { return }
+        guard let adapterPath, scan != nil, discovery == .idle, let share = discoveryShare else { return }
         discovery = .starting
         setDiscoveryFilter { [weak self] in
             guard let self, self.scan != nil, self.adapterPath == adapterPath else { return }
-            self.callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.startDiscovery) { [weak self] result in
+            share.start(self.scanHolder) { [weak self] result in
                 guard let self else { return }
                 switch result {
-                case .success, .failure(.inProgress):
-                    // InProgress: this client already has a session on the adapter (bleak #859).
+                case .success:
                     if self.discovery == .starting { self.discovery = .running }
                     BleLog.info("discovery started on \(adapterPath)")
-                case .failure(.notReady):
-                    // The adapter went off on the way: the request stands and resumes at poweredOn.
-                    BleLog.info("StartDiscovery: adapter not ready; the scan resumes when it is powered on")
+                case .failure(.notReady), .failure(.bluetoothRestarted), .failure(.cancelled):
+                    // The adapter went off or bluetoothd left on the way (the request stands and
+                    // resumes at poweredOn), or the scan was stopped before discovery began.
+                    BleLog.info("StartDiscovery did not take effect (\(result)); the scan resumes when the adapter is powered on")
                     if self.discovery == .starting { self.discovery = .idle }
                 case .failure(let error):
                     BleLog.warning("StartDiscovery failed: \(error)")
@@ -74,9 +73,9 @@ extension CentralManager {
 
     @BleLoop func endScan() {
         scan = nil
-        guard discovery.hasSession, let adapterPath else { return }
+        guard discovery.hasSession, let adapterPath, let share = discoveryShare else { return }
         discovery = .stopping
-        callBlueZ(adapterPath, BlueZ.adapter, BlueZ.Adapter1.Method.stopDiscovery) { [weak self] result in
+        share.stop(scanHolder) { [weak self] result in
             if let self, self.discovery == .stopping {
                 self.discovery = .idle
                 // A scan asked for while the stop was on its way starts now.

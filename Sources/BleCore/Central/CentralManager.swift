@@ -163,7 +163,7 @@ public final class CentralManager: Manager, @unchecked Sendable {
         guard !closed else { return }
         session.central = self
         adapterWatch.onEvent = { [weak self] event in self?.adapterEvent(event) }
-        session.onCentralEvent = { [weak self] event in self?.cacheEvent(event) }
+        session.onObjectEvent = { [weak self] event in self?.cacheEvent(event) }
         session.onBusLost = { [weak self] in
             guard let self, !self.closed else { return }
             self.adapterWatch.busFailed(.noBus("the D-Bus connection closed"), lost: true)

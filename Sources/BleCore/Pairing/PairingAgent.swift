@@ -93,7 +93,7 @@ public final class PairingAgent: @unchecked Sendable {
     public convenience init(options: CentralManagerOptions = CentralManagerOptions(), queue: DispatchQueue? = nil,
                             capability: IOCapability = .keyboardDisplay, delegate: PairingAgentDelegate? = nil,
                             makeDefault: Bool = true, requestTimeout: Duration = .seconds(25)) {
-        self.init(session: BlueZSession(options: options, callbacks: CallbackQueue(queue: queue)), ownsSession: true,
+        self.init(session: BlueZSession(options: options, callbacks: CallbackQueue(queue: queue), sharesBus: false), ownsSession: true,
                   capability: capability, delegate: delegate, makeDefault: makeDefault, requestTimeout: requestTimeout)
     }
 
@@ -382,13 +382,17 @@ public final class PairingAgent: @unchecked Sendable {
 }
 
 extension PairingAgent {
-    /// An agent on `peripheralManager`'s bus connection, by default the default agent: a serving
-    /// process is the responder, and bluetoothd asks the default agent about pairings a
-    /// central starts.
+    /// An agent for `peripheralManager`'s bus, by default the default agent: a serving process
+    /// is the responder, and bluetoothd asks the default agent about pairings a central starts.
+    ///
+    /// It is a D-Bus client of its own to bluetoothd (its own connection), which keeps one agent
+    /// per client: the process's managers share one client, whose agent slot belongs to a
+    /// central's agent (`init(central:)`), the one bluetoothd asks about that central's `pair()`.
     public convenience init(peripheralManager: PeripheralManager, capability: IOCapability = .keyboardDisplay,
                             delegate: PairingAgentDelegate? = nil, makeDefault: Bool = true,
                             requestTimeout: Duration = .seconds(25)) {
-        self.init(session: peripheralManager.session, ownsSession: false, capability: capability, delegate: delegate,
-                  makeDefault: makeDefault, requestTimeout: requestTimeout)
+        let serving = peripheralManager.session
+        self.init(session: BlueZSession(options: serving.options, callbacks: serving.callbacks, sharesBus: false), ownsSession: true,
+                  capability: capability, delegate: delegate, makeDefault: makeDefault, requestTimeout: requestTimeout)
     }
 }

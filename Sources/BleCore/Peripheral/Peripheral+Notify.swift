@@ -95,17 +95,32 @@ extension Peripheral {
     /// under a second for its main loop to handle the hang-up of the socket we closed).
     static let acquiredRetries = 5
 
+    /// The process's StartNotify session on `characteristic` (one per D-Bus sender in
+    /// bluetoothd, shared by every central of the process), and who this peripheral's
+    /// subscription is to it.
+    @BleLoop func notifySession(_ characteristic: Characteristic) -> (claim: SenderClaim, holder: ClaimHolder)? {
+        guard let bus = session.bus else { return nil }
+        return (bus.notifySession(characteristic.path, timeout: session.options.operationTimeout + .seconds(1)),
+                ClaimHolder(client: ObjectIdentifier(session), object: ObjectIdentifier(characteristic)))
+    }
+
     /// `operation` is nil for the fallback after an AcquireNotify socket closed on a live link.
     @BleLoop private func startNotify(_ characteristic: Characteristic, _ subscription: NotifySubscription, _ operation: GattOperation?) {
+        guard let (claim, holder) = notifySession(characteristic) else {
+            subscription.end()
+            characteristic.subscription = nil
+            let error = session.closedReason ?? .noBus("not connected to the bus")
+            if let operation { operation.finish(.failure(error)) } else { emitNotificationState(characteristic, error: error) }
+            return
+        }
         characteristic.holdsStartSession = true
-        let abandon = session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.startNotify) { [weak self] result in
+        claim.join(holder) { [weak self] result in
             guard let self else { return }
             // A reply for an ended subscription changes nothing: link loss released the
-            // session (StopNotify, sent after this call, so bluetoothd handles it after).
+            // session (the claim's StopNotify, sent after this call, is handled after it).
             guard characteristic.subscription === subscription, !subscription.isEnded else { return }
             switch result {
-            case .success, .failure(.inProgress):
-                // InProgress: bluetoothd already has a session of ours for it, delivering to us.
+            case .success:
                 subscription.markStarted()
                 if let operation {
                     operation.finish(.success(nil))
@@ -124,7 +139,6 @@ extension Peripheral {
                 }
             }
         }
-        operation?.abandonCall = abandon
     }
 
     @BleLoop func adoptNotifySocket(_ descriptor: Int32, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
@@ -187,12 +201,9 @@ extension Peripheral {
             return operation.finish(.success(nil))
         }
         characteristic.holdsStartSession = false
-        session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.stopNotify) { result in
-            switch result {
-            case .success, .failure(.failed): operation.finish(.success(nil))  // "No notify session started"
-            case .failure(let error): operation.finish(.failure(error))
-            }
-        }
+        guard let (claim, holder) = notifySession(characteristic) else { return operation.finish(.success(nil)) }
+        // bluetoothd hears StopNotify only from the last subscriber of the process.
+        claim.leave(holder) { result in operation.finish(result.map { _ -> Data? in nil }) }
     }
 
     @BleLoop func deliverNotification(_ data: Data, _ characteristic: Characteristic) {
@@ -254,7 +265,9 @@ extension Peripheral {
         characteristic.subscription = nil
         if characteristic.holdsStartSession {
             characteristic.holdsStartSession = false
-            if releaseSession { session.call(characteristic.path, BlueZ.gattCharacteristic, BlueZ.GattCharacteristic1.Method.stopNotify) { _ in } }
+            // Without `releaseSession` bluetoothd dropped the session itself, and the bus
+            // session forgot it before this peripheral heard why.
+            if releaseSession, let (claim, holder) = notifySession(characteristic) { claim.leave(holder) }
         }
     }
 

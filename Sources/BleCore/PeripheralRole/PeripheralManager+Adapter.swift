@@ -6,7 +6,7 @@ extension PeripheralManager {
     @BleLoop func open() async {
         guard !closed else { return }
         adapterWatch.onEvent = { [weak self] event in self?.adapterEvent(event) }
-        session.onCentralEvent = { [weak self] event in self?.cacheEvent(event) }
+        session.onObjectEvent = { [weak self] event in self?.cacheEvent(event) }
         session.onBusLost = { [weak self] in
             guard let self, !self.closed else { return }
             self.adapterWatch.busFailed(.noBus("the D-Bus connection closed"), lost: true)
@@ -170,19 +170,7 @@ extension PeripheralManager {
 
     /// Refuses calls to this manager's objects from anyone but the current owner of `org.bluez`.
     @BleLoop func installOwnerCheck() {
-        guard let connection = session.connection else { return }
-        let roots = [applicationRoot, advertisingRoot]
-        // The connection holds this filter (through its object registry): a strong capture of
-        // it would keep the connection, and its libdbus connection, alive forever.
-        connection.objects.callFilter = { [weak self, weak connection] call in
-            guard let self else { return false }
-            guard roots.contains(where: { call.path.isDescendant(of: $0, orEqual: true) }) else { return false }
-            let owner = self.session.cache?.owner ?? connection?.signals.currentOwner(of: BlueZ.service)
-            if let owner, call.sender == owner { return false }
-            BleLog.warning("refused \(call.member) on \(call.path) from \(call.sender): not the owner of org.bluez")
-            call.fail(name: BlueZ.ErrorName.notAuthorized, message: BlueZ.ErrorMessage.notAuthorized)
-            return true
-        }
+        session.bus?.acceptCallsOnlyFromBlueZ(under: [applicationRoot, advertisingRoot], for: session)
     }
 
     /// CoreBluetooth's `willRestoreState`, for what BleKit is about to register again.

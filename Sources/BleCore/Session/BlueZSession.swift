@@ -24,10 +24,13 @@ final class BlueZSession {
     /// Where delegate callbacks run (the manager's queue, or the loop).
     nonisolated let callbacks: CallbackQueue
     private(set) var phase: Phase = .idle
+    /// The bus's one session, shared with every other manager of the process on that bus.
+    private(set) var bus: BusSession?
+    /// The bus session's connection and cache (the same for every client of the bus).
     private(set) var connection: Connection?
     private(set) var cache: ObjectCache?
-    /// Adapter- and device-level events, and the cache's load/loss events: the central's.
-    var onCentralEvent: (@BleLoop (CacheEvent) -> Void)?
+    /// Adapter-, device- and daemon-level events, and the cache's load/loss events: the manager's.
+    var onObjectEvent: (@BleLoop (CacheEvent) -> Void)?
     /// The bus connection closed under us.
     var onBusLost: (@BleLoop () -> Void)?
     /// The central whose delegates hear a peripheral's connection events; peripherals reach it
@@ -56,10 +59,17 @@ final class BlueZSession {
         let routeVersion: UInt64
     }
 
-    nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue) {
+    /// - Parameter sharesBus: false for a client that must be a D-Bus client of its own to
+    ///   bluetoothd (an agent that answers incoming pairings: bluetoothd keeps one agent per
+    ///   client, and the central's agent answers for the central's own `Pair` calls).
+    nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue, sharesBus: Bool = true) {
         self.options = options
         self.callbacks = callbacks
+        self.sharesBus = sharesBus
     }
+
+    /// Whether this client uses the bus's shared session or a connection of its own.
+    nonisolated let sharesBus: Bool
 
     var isOpen: Bool {
         if case .open = phase { return true }
@@ -74,51 +84,32 @@ final class BlueZSession {
 
     // MARK: Life
 
-    /// Connects to the bus and starts the cache. Throws the mapped error when the bus is not there.
+    /// Attaches to the bus's one session (opening it when this is its first client). Throws
+    /// the mapped error when the bus is not there.
     func open() async throws(BleError) {
         guard case .idle = phase else { return }
         phase = .opening
-        let address: BusAddress
-        switch options.bus {
-        case .system: address = .system
-        case .address(let text): address = .address(text)
-        }
-        let connection: Connection
+        let bus: BusSession
         do {
-            connection = try await Connection.open(address)
+            bus = try await BusSession.attach(self, to: options.bus, shared: sharesBus)
         } catch {
-            let mapped = BleError.from(error, operation: "opening the bus")
             if case .opening = phase { phase = .idle }
-            throw mapped
+            throw error
         }
         guard case .opening = phase else {
             // Closed while the bus was being opened.
-            connection.close()
+            bus.detach(self)
             return
         }
-        self.connection = connection
-        if BleLog.level >= .trace {
-            connection.tracer = { direction, message in
-                BleLog.log(.trace, "\(direction == .sent ? "→" : "←") \(message)")
-            }
-        }
-        connection.onDisconnect { [weak self] in
-            guard let self, self.isOpen else { return }
-            self.onBusLost?()
-        }
-        let cache = ObjectCache(connection: connection)
-        cache.onEvent = { [weak self] event in self?.route(event) }
-        cache.notificationRouter = self
-        self.cache = cache
+        self.bus = bus
+        connection = bus.connection
+        cache = bus.cache
         phase = .open
-        do {
-            try cache.start()
-        } catch {
-            throw BleError.from(error, operation: "subscribing to BlueZ's signals")
-        }
+        if central != nil || !routes.isEmpty { bus.routesNotifications(self) }
         let waiting = openWaiters
         openWaiters.removeAll()
         for body in waiting { body() }
+        bus.replayLoad(to: self)
     }
 
     /// Runs `body` once the bus connection is up: at once when it is, never when the session closed.
@@ -138,14 +129,14 @@ final class BlueZSession {
         if case .closed = phase { return }
         phase = .closed(reason)
         openWaiters.removeAll()
-        cache?.stop()
         let peripherals = Array(routes.values)
         for peripheral in peripherals { peripheral.sessionClosed(reason) }
         routes.removeAll()
         routedPaths.removeAll()
         attributeRoutes.removeAll()
         notificationRoutesChanged()
-        connection?.close()
+        // The bus closes with its last client; another manager of the process may still use it.
+        bus?.detach(self)
     }
 
     /// Queues `body` for the central's delegates (nothing when the manager was released).
@@ -166,6 +157,7 @@ final class BlueZSession {
         }
         routes[path] = peripheral
         routedPaths[key] = path
+        bus?.routesNotifications(self)
         attributeRoutes.removeAll()
         notificationRoutesChanged()
     }
@@ -209,6 +201,22 @@ final class BlueZSession {
     /// Every registered peripheral.
     var peripherals: [Peripheral] { Array(routes.values) }
 
+    /// Whether a load's outcome reached this client (the bus replays it to late clients).
+    private(set) var heardLoadOutcome = false
+
+    /// What the bus session saw, for this client.
+    func busEvent(_ event: BusEvent) {
+        switch event {
+        case .objects(let change):
+            switch change {
+            case .loaded, .loadFailed, .daemonLost: heardLoadOutcome = true
+            default: break
+            }
+            route(change)
+        case .busLost: if isOpen { onBusLost?() }
+        }
+    }
+
     private func route(_ event: CacheEvent) {
         switch event {
         case .added, .removed, .daemonLost, .loaded, .loadFailed: notificationRoutesChanged()
@@ -221,9 +229,9 @@ final class BlueZSession {
                 peripheral(containing: path)?.attributeChanged(path, interface: interface, changed: changed)
             case BlueZ.device:
                 routes[path]?.deviceChanged(changed, invalidated: invalidated)
-                onCentralEvent?(event)
+                onObjectEvent?(event)
             default:
-                onCentralEvent?(event)
+                onObjectEvent?(event)
             }
         case .added(let path, let interfaces):
             if interfaces.contains(where: BlueZ.isGattInterface) {
@@ -231,7 +239,7 @@ final class BlueZSession {
             } else {
                 // A device object added again may carry a new Modalias (see `peerIsBlueZ`).
                 routes[path]?.blueZPeerVerdict = nil
-                onCentralEvent?(event)
+                onObjectEvent?(event)
             }
         case .removed(let path, let interfaces, _):
             if interfaces.contains(where: BlueZ.isGattInterface) {
@@ -239,14 +247,14 @@ final class BlueZSession {
                 attributeRoutes.removeValue(forKey: path)
                 owner?.gattObjectRemoved(path)
             } else {
-                onCentralEvent?(event)
+                onObjectEvent?(event)
             }
         case .notified(let path, let value):
             peripheral(containing: path)?.valueNotified(path, value)
         case .daemonLost, .loaded, .loadFailed:
             attributeRoutes.removeAll()
             for peripheral in routes.values { peripheral.blueZPeerVerdict = nil }
-            onCentralEvent?(event)
+            onObjectEvent?(event)
         }
     }
 
