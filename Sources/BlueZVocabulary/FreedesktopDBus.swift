@@ -17,6 +17,10 @@ public enum FreedesktopDBus {
         public static let getID = "GetId"
         /// The unique name owning a well-known name.
         public static let getNameOwner = "GetNameOwner"
+        /// Every name on the bus, unique and well-known.
+        public static let listNames = "ListNames"
+        /// The process id of the connection owning a name.
+        public static let getConnectionUnixProcessID = "GetConnectionUnixProcessID"
         /// Signal: a name changed owner (appeared, left or moved).
         public static let nameOwnerChanged = "NameOwnerChanged"
         /// Signal to one connection: it became the primary owner of a name it queued for.

@@ -184,7 +184,8 @@ final class RoleCell {
     func startServer() async throws {
         let stateMark = served.events.events.count
         server = PeripheralManager(delegate: served, queue: nil, options: PeripheralManagerOptions(
-            bus: .address(busText), adapter: "hci0", requestTimeout: .seconds(1), acquireSockets: false, notificationWindow: 1))
+            bus: .address(busText), adapter: "hci0", requestTimeout: .seconds(1), acquireSockets: false, notificationWindow: 1,
+            sharesBusConnection: false))
         try await served.events.wait("the app powered on", timeout: .seconds(10)) { $0.dropFirst(stateMark).contains("state poweredOn") }
         let (service, request, notify) = Served.makeService(extra: false)
         serverCharacteristics = (request, notify)

@@ -37,15 +37,21 @@ public struct CentralManagerOptions: Sendable {
     /// `unsupported` with `stateError` saying bluetoothd is not running (it still recovers when
     /// the daemon comes back later).
     public var bluetoothdReturnTimeout: Duration
+    /// Share the process's one connection to the bus (and its one copy of BlueZ's objects)
+    /// with the other managers and agents on it (the default). False gives this manager a
+    /// connection of its own: bluetoothd then sees it as another client, with its own
+    /// discovery and notify sessions, as a manager in another process would be.
+    public var sharesBusConnection: Bool
 
     /// Defaults suited to real hardware.
     public init(bus: BleBus = .system, adapter: String? = nil, powerOnAdapter: Bool = false,
                 restoreConnectedPeripherals: Bool = false, operationTimeout: Duration = .seconds(10),
                 connectTimeout: Duration = .seconds(30), connectRetries: Int = 3, retryBackoff: Duration = .milliseconds(500),
                 servicesResolvedGrace: Duration = .seconds(2), queueTimeout: Duration = .seconds(60),
-                bluetoothdReturnTimeout: Duration = .seconds(15)) {
+                bluetoothdReturnTimeout: Duration = .seconds(15), sharesBusConnection: Bool = true) {
         self.bus = bus
         self.adapter = adapter
+        self.sharesBusConnection = sharesBusConnection
         self.powerOnAdapter = powerOnAdapter
         self.restoreConnectedPeripherals = restoreConnectedPeripherals
         self.operationTimeout = operationTimeout

@@ -82,7 +82,8 @@ public final class PeripheralManager: Manager, @unchecked Sendable {
         advertisingRoot = (try? ObjectPath("/org/blekit/advertising\(process)_\(number)")) ?? "/org/blekit/advertising"
         let session = BlueZSession(options: CentralManagerOptions(bus: options.bus, adapter: options.adapter,
                                                                   operationTimeout: .seconds(10),
-                                                                  bluetoothdReturnTimeout: options.bluetoothdReturnTimeout),
+                                                                  bluetoothdReturnTimeout: options.bluetoothdReturnTimeout,
+                                                                  sharesBusConnection: options.sharesBusConnection),
                                    callbacks: CallbackQueue(queue: queue))
         self.session = session
         adapterWatch = AdapterWatch(session: session, configuration: AdapterWatch.Configuration(

@@ -28,11 +28,16 @@ public struct PeripheralManagerOptions: Sendable {
     /// `unsupported` with `stateError` saying bluetoothd is not running (services and
     /// advertisements are still registered again when it comes back later).
     public var bluetoothdReturnTimeout: Duration
+    /// Share the process's one connection to the bus with the other managers and agents on it
+    /// (the default); false gives this manager a connection of its own, as `CentralManagerOptions.sharesBusConnection`.
+    public var sharesBusConnection: Bool
 
     /// Defaults suited to real hardware.
     public init(bus: BleBus = .system, adapter: String? = nil, requestTimeout: Duration = .seconds(5),
                 acquireSockets: Bool = true, notificationWindow: Int = 32, restoreIdentifier: String? = nil,
-                powerOnAdapter: Bool = false, bluetoothdReturnTimeout: Duration = .seconds(15)) {
+                powerOnAdapter: Bool = false, bluetoothdReturnTimeout: Duration = .seconds(15),
+                sharesBusConnection: Bool = true) {
+        self.sharesBusConnection = sharesBusConnection
         self.restoreIdentifier = restoreIdentifier
         self.powerOnAdapter = powerOnAdapter
         self.bluetoothdReturnTimeout = bluetoothdReturnTimeout

@@ -62,10 +62,10 @@ final class BlueZSession {
     /// - Parameter sharesBus: false for a client that must be a D-Bus client of its own to
     ///   bluetoothd (an agent that answers incoming pairings: bluetoothd keeps one agent per
     ///   client, and the central's agent answers for the central's own `Pair` calls).
-    nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue, sharesBus: Bool = true) {
+    nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue, sharesBus: Bool? = nil) {
         self.options = options
         self.callbacks = callbacks
-        self.sharesBus = sharesBus
+        self.sharesBus = sharesBus ?? options.sharesBusConnection
     }
 
     /// Whether this client uses the bus's shared session or a connection of its own.
@@ -110,6 +110,8 @@ final class BlueZSession {
         openWaiters.removeAll()
         for body in waiting { body() }
         bus.replayLoad(to: self)
+        // Lost between `attach`'s answer and now: the client heard nothing of it.
+        if bus.isClosed { onBusLost?() }
     }
 
     /// Runs `body` once the bus connection is up: at once when it is, never when the session closed.
@@ -206,6 +208,9 @@ final class BlueZSession {
 
     /// What the bus session saw, for this client.
     func busEvent(_ event: BusEvent) {
+        // A client still waiting for `attach` to return has not read the cache yet: what
+        // happens meanwhile reaches it as the load's replay once it is open (`replayLoad`).
+        guard isOpen else { return }
         switch event {
         case .objects(let change):
             switch change {

@@ -46,6 +46,12 @@ final class BusSession {
         self.key = key
     }
 
+    /// Whether the connection closed (with its last client, or under the session).
+    var isClosed: Bool {
+        if case .closed = phase { return true }
+        return false
+    }
+
     /// How many bus connections this process holds for BlueZ (diagnostics and tests).
     static var openCount: Int { open.count }
 

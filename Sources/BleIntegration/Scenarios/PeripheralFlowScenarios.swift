@@ -71,10 +71,12 @@ enum PeripheralFlowScenarios {
     }
 
     /// A `PeripheralManager` on the peripheral adapter serving `Server`'s service, once added.
+    /// It stands for another device: a bus client of its own, not the process's shared one.
     @BleLoop
     static func serve(_ context: ScenarioContext, _ server: Server) async throws -> PeripheralManager {
         let manager = PeripheralManager(delegate: server, queue: nil,
-                                        options: PeripheralManagerOptions(bus: context.backend.bleBus, adapter: context.backend.peripheralAdapter))
+                                        options: PeripheralManagerOptions(bus: context.backend.bleBus, adapter: context.backend.peripheralAdapter,
+                                                                          sharesBusConnection: false))
         context.onCleanup { manager.close(); _ = server }
         try await wait(server, "state poweredOn", context)
         manager.add(server.service)
