@@ -14,7 +14,7 @@ public final class ScenarioRunner {
 
     /// Every scenario, in the order `run` takes them.
     public nonisolated static var allScenarios: [IntegrationScenario] {
-        CentralScenarios.all + EngineScenarios.all + PairingScenarios.all + FaultScenarios.all + NotifyAcrossReconnectScenarios.all + OutsidePeerScenarios.all + PeripheralManagerScenarios.all + PeripheralFlowScenarios.all + IncludedServicesScenarios.all + AsyncScenarios.all
+        CentralScenarios.all + EngineScenarios.all + PairingScenarios.all + FaultScenarios.all + NotifyAcrossReconnectScenarios.all + OutsidePeerScenarios.all + PeripheralManagerScenarios.all + PeripheralFlowScenarios.all + IncludedServicesScenarios.all + AsyncScenarios.all + SharedSessionScenarios.all
     }
 
     /// Runs one scenario: a clean slate first (no devices left from earlier ones), then its
