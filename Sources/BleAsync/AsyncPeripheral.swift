@@ -224,7 +224,7 @@ public final class AsyncPeripheral: Sendable {
         let box = CommandBox(command)
         return try await awaitCall(.execute, timeout: timeout) { (call: PendingCall<[Data]>) in
             let engine = link.engine(write: write, read: read)
-            let token = engine.executable(option: box.command) { result in
+            let token = engine.execute(box.command) { result in
                 call.finish(result)
             }
             call.onEnd(abandoned: { token.cancel() })
@@ -247,7 +247,7 @@ public final class AsyncPeripheral: Sendable {
         BleLoop.perform {
             let engine = link.engine(write: pair.0, read: pair.1)
             let streaming = box.command as? StreamingCommand
-            let token = engine.executable(option: box.command) { result in
+            let token = engine.execute(box.command) { result in
                 switch result {
                 case .success(let packets):
                     continuation.yield(packets)

@@ -31,7 +31,7 @@ final class PeripheralLink: PeripheralLoopObserver {
     /// Write-without-response failures reported after the packet was queued, per characteristic.
     private var lateWriteErrors: [ObjectIdentifier: BleError] = [:]
     private var writersInFlight: [ObjectIdentifier: Int] = [:]
-    private var engines: [String: PeripheralDevice.DeviceCharacteristicValue] = [:]
+    private var engines: [String: CommandEngine] = [:]
     /// The read characteristics of those engines.
     private var commandReads: Set<ObjectIdentifier> = []
     private var nextID: UInt64 = 0
@@ -218,11 +218,11 @@ final class PeripheralLink: PeripheralLoopObserver {
     /// The DSL engine for this pair of characteristics (one per pair, so commands on it queue).
     /// Notifications of `read` are (re)enabled first: queued behind any disable still pending
     /// (a notification stream that just ended), they end up on.
-    func engine(write: Characteristic, read: Characteristic) -> PeripheralDevice.DeviceCharacteristicValue {
+    func engine(write: Characteristic, read: Characteristic) -> CommandEngine {
         if peripheral.isLinkUp { peripheral.performSetNotify(true, read) }
         let key = "\(ObjectIdentifier(write).hashValue)/\(ObjectIdentifier(read).hashValue)"
         if let engine = engines[key] { return engine }
-        let engine = PeripheralDevice.DeviceCharacteristicValue(peripheral: peripheral, writeCharacteristic: write, readCharacteristic: read)
+        let engine = CommandEngine(listeningTo: peripheral, write: write, read: read)
         engines[key] = engine
         commandReads.insert(ObjectIdentifier(read))
         return engine

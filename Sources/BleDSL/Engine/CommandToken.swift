@@ -8,9 +8,9 @@ public final class CommandToken: Sendable, Hashable {
     let id: UInt64
     /// Weak: a token kept after its engine is gone cancels nothing. A `weak let`, so that the
     /// compiler knows it is set once and safe to read from any thread.
-    private weak let engine: Engine?
+    private weak let engine: CommandEngine?
 
-    init(id: UInt64, engine: Engine) {
+    init(id: UInt64, engine: CommandEngine) {
         self.id = id
         self.engine = engine
     }

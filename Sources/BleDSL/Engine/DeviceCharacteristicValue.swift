@@ -68,7 +68,7 @@ extension PeripheralDevice {
         }
 
         private let state = LoopLock(Shared())
-        private let engine = Engine()
+        private let engine = CommandEngine()
 
         /// An engine with no characteristics yet.
         public init() {}
@@ -96,7 +96,7 @@ extension PeripheralDevice {
             if MainLoop.shared.isCurrent {
                 // Issued on the loop (from a callback, or the previous command's completion): into
                 // the engine at once, with no closure to allocate.
-                BleLoop.assumeIsolated(Engine.enqueueInline, with: (engine, request))
+                BleLoop.assumeIsolated(CommandEngine.enqueueInline, with: (engine, request))
             } else {
                 let box = Unchecked(request)
                 LoopBridge.async { [engine] in engine.enqueue(box.value) }

@@ -21,7 +21,7 @@ final class GattAction: @preconcurrency PeripheralDelegate {
     private let deadline: Duration
     private var attempt = 0
     private var timer: LoopTimer?
-    private var engine: PeripheralDevice.DeviceCharacteristicValue?
+    private var engine: CommandEngine?
     private var completion: ((Outcome) -> Void)?
     private var phase = "connect"
     /// The characteristic an operation command is written to, while notifications are being enabled.
@@ -121,18 +121,18 @@ final class GattAction: @preconcurrency PeripheralDelegate {
               characteristic.uuid == notifyUUID, let write = pendingWrite else { return }
         if let error { return retryOrFail("enabling notifications failed: \(error)") }
         phase = "operation \(spec.name)"
-        let engine = PeripheralDevice.DeviceCharacteristicValue(peripheral: peripheral, writeCharacteristic: write,
-                                                                 readCharacteristic: characteristic)
+        let engine = CommandEngine(listeningTo: peripheral, write: write, read: characteristic)
         self.engine = engine
-        engine.executable(option: SpecOperationCommand(spec: spec), singleCompletion: { [weak self] result in
+        engine.execute(SpecOperationCommand(spec: spec)) { [weak self] result in
+            // The engine completes on the loop.
             BleLoop.assumeIsolated {
                 guard let self else { return }
                 switch result {
-                case .success(let data): self.finish(.operation(data))
+                case .success(let packets): self.finish(.operation(packets.reduce(Data(), +)))
                 case .failure(let error): self.retryOrFail("operation \(spec.name) failed: \(error)")
                 }
             }
-        })
+        }
     }
 
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: Error?) {

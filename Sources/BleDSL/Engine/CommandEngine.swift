@@ -2,12 +2,18 @@ import BleRuntime
 import Synchronization
 import Foundation
 
-/// The loop-isolated core of `DeviceCharacteristicValue`: a FIFO of commands, one running at a
-/// time, plus streams. It observes its peripheral on the loop (`PeripheralLoopObserver`), so a
-/// packet goes from BlueZ's signal or socket to `filterData`/`checkResponse` with no queue hop,
-/// and writes go out through BleCore's loop-side API.
+/// BleKit's command engine, on the loop: a FIFO of `PeripheralOperationCommand`s, one running
+/// at a time, plus streams. It observes its peripheral on the loop (`PeripheralLoopObserver`),
+/// so a packet goes from BlueZ's signal or socket to `filterData`/`checkResponse` with no queue
+/// hop, and writes go out through BleCore's loop-side API.
+///
+/// BleDSL, BleAsync and BleGateway drive it directly on the loop (`init(listeningTo:write:read:)`,
+/// `execute`, `cancelAll`); FXBlueTooth's `DeviceCharacteristicValue` is its any-thread facade.
 @BleLoop
-final class Engine: PeripheralLoopObserver {
+package final class CommandEngine: PeripheralLoopObserver {
+    /// A command's outcome: every packet of the response, or why it failed.
+    package typealias Completion = (Result<[Data], Error>) -> Void
+
     enum Event {
         case value(Characteristic, Data?, Error?)
         case written(Characteristic, Error?)
@@ -26,7 +32,7 @@ final class Engine: PeripheralLoopObserver {
     private final class Command {
         let id: UInt64
         let option: PeripheralOperationCommand
-        let completion: PeripheralDevice.DeviceCharacteristicValue.Completion?
+        let completion: Completion?
         weak var peripheral: Peripheral?
         let write: Characteristic
         let read: Characteristic
@@ -37,7 +43,7 @@ final class Engine: PeripheralLoopObserver {
         var awaitingNotifications = false
         let kind: Kind
 
-        init(id: UInt64, option: PeripheralOperationCommand, completion: PeripheralDevice.DeviceCharacteristicValue.Completion?,
+        init(id: UInt64, option: PeripheralOperationCommand, completion: Completion?,
              peripheral: Peripheral, write: Characteristic, read: Characteristic, kind: Kind = .exchange) {
             self.id = id
             self.kind = kind
@@ -60,9 +66,36 @@ final class Engine: PeripheralLoopObserver {
     /// The running command's deadline (the only command that has one).
     private var deadline = CommandDeadline()
 
+    /// The characteristics `execute` uses, when the engine was made for one pair.
+    private var bound: (peripheral: Peripheral, write: Characteristic, read: Characteristic)?
+
+    /// An engine whose commands carry their own attributes (the facade's).
     nonisolated init() {}
 
-    private func report(_ completion: PeripheralDevice.DeviceCharacteristicValue.Completion?, _ result: Result<[Data], Error>) {
+    /// An engine for commands written to `write` whose responses come from `read`, listening
+    /// to `peripheral` from now on (until it is released).
+    package init(listeningTo peripheral: Peripheral, write: Characteristic, read: Characteristic) {
+        bound = (peripheral, write, read)
+        peripheral.addLoopObserver(self)
+    }
+
+    /// Queues `option` on the engine's characteristics; `completion` gets every packet of the
+    /// response (or the error), on the loop, never from inside this call. Returns the token
+    /// that cancels it.
+    @discardableResult
+    package func execute(_ option: PeripheralOperationCommand, completion: Completion?) -> CommandToken {
+        let token = makeToken()
+        enqueue(CommandRequest(id: token.id, option: option, completion: completion, peripheral: bound?.peripheral,
+                               write: bound?.write, read: bound?.read, missing: nil))
+        return token
+    }
+
+    /// Ends every queued, running and streaming command with `PeripheralCommandError.cancelled`.
+    package func cancelAll() {
+        failAll(.cancelled)
+    }
+
+    private func report(_ completion: Completion?, _ result: Result<[Data], Error>) {
         guard let completion else { return }
         if completions.runsAtOnce { return completion(result) }
         let box = Unchecked((completion, result))
@@ -80,7 +113,7 @@ final class Engine: PeripheralLoopObserver {
     var pendingCount: Int { queue.count + (running == nil ? 0 : 1) }
 
     /// `enqueue` as an inline call (see `InlineCall`): for a command issued on the loop thread.
-    static func enqueueInline(_ target: (engine: Engine, request: CommandRequest)) {
+    static func enqueueInline(_ target: (engine: CommandEngine, request: CommandRequest)) {
         InlineCall.run(target.engine.enqueue, with: target.request)
     }
 
@@ -104,7 +137,7 @@ final class Engine: PeripheralLoopObserver {
     /// exchanges: its reply is the response.
     func enqueueRead(_ request: ReadRequest) {
         let userCompletion = request.completion
-        let completion: PeripheralDevice.DeviceCharacteristicValue.Completion = { result in
+        let completion: Completion = { result in
             switch result {
             case .success(let packets): userCompletion(.success(packets.first ?? Data()))
             case .failure(let error): userCompletion(.failure(error))
@@ -211,15 +244,15 @@ final class Engine: PeripheralLoopObserver {
 
     // MARK: PeripheralLoopObserver
 
-    func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for characteristic: Characteristic, error: BleError?) {
+    package func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for characteristic: Characteristic, error: BleError?) {
         handle(.value(characteristic, value, error))
     }
 
-    func peripheral(_ peripheral: Peripheral, didWrite characteristic: Characteristic, error: BleError?) {
+    package func peripheral(_ peripheral: Peripheral, didWrite characteristic: Characteristic, error: BleError?) {
         handle(.written(characteristic, error))
     }
 
-    func peripheral(_ peripheral: Peripheral, notificationStateOf characteristic: Characteristic, isOn: Bool, error: BleError?) {
+    package func peripheral(_ peripheral: Peripheral, notificationStateOf characteristic: Characteristic, isOn: Bool, error: BleError?) {
         // The response can only come as notifications: without them the command cannot end well.
         guard let command = running, case .exchange = command.kind, characteristic === command.read,
               command.state.isActive else { return }
@@ -230,15 +263,15 @@ final class Engine: PeripheralLoopObserver {
         }
     }
 
-    func peripheralIsReadyToWriteWithoutResponse(_ peripheral: Peripheral) {
+    package func peripheralIsReadyToWriteWithoutResponse(_ peripheral: Peripheral) {
         handle(.readyToSend)
     }
 
-    func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for descriptor: Descriptor, error: BleError?) {
+    package func peripheral(_ peripheral: Peripheral, didReceive value: Data?, for descriptor: Descriptor, error: BleError?) {
         handle(.descriptorValue(descriptor, value, error))
     }
 
-    func peripheral(_ peripheral: Peripheral, didLoseLink error: BleError?) {
+    package func peripheral(_ peripheral: Peripheral, didLoseLink error: BleError?) {
         failAll(PeripheralCommandError.disconnected)
     }
 
