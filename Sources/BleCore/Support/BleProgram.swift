@@ -33,7 +33,7 @@ public enum BleProgram {
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) {
                 fflush(nil)
-                FileHandle.standardError.write(Data("BleProgram: not finished within \(timeout); exiting with status \(timeoutStatus)\n".utf8))
+                BleLog.error("BleProgram: not finished within \(timeout); exiting with status \(timeoutStatus)")
                 exit(timeoutStatus)
             }
         }

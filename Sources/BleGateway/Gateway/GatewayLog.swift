@@ -1,7 +1,10 @@
+import BleLogging
 import Foundation
 import Synchronization
 
-/// The gateway's log lines on standard error, `blekit gateway: …`; quiet unless `verbose`, except warnings.
+/// The gateway's log lines (`gateway: …`), through BleLogging's `Logger` (label `"BleKit"`) as
+/// BleCore's are, so `LoggingSystem.bootstrap` sends them elsewhere; informational lines only
+/// when `verbose`, notices and warnings always.
 public enum GatewayLog {
     private static let verboseFlag = Atomic<Bool>(false)
 
@@ -13,19 +16,23 @@ public enum GatewayLog {
 
     static func info(_ text: @autoclosure () -> String) {
         guard verbose else { return }
-        write("gateway: \(text())")
+        logger(atLeast: .info).info(Logger.Message("gateway: \(text())"))
     }
 
     /// Said even without `verbose`: something a person running the gateway should know that is not wrong.
     static func notice(_ text: @autoclosure () -> String) {
-        write("gateway: \(text())")
+        logger(atLeast: .notice).notice(Logger.Message("gateway: \(text())"))
     }
 
     static func warning(_ text: @autoclosure () -> String) {
-        write("gateway: warning: \(text())")
+        logger(atLeast: .warning).warning(Logger.Message("gateway: \(text())"))
     }
 
-    private static func write(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+    /// The logger, letting through at least `level` (the gateway's own choice, whatever
+    /// `BLEKIT_LOG` says for the library).
+    private static func logger(atLeast level: Logger.Level) -> Logger {
+        var logger = Logger(label: "BleKit")
+        if logger.logLevel > level { logger.logLevel = level }
+        return logger
     }
 }
