@@ -62,7 +62,7 @@ public final class AsyncBleManager: Sendable {
     public func stateUpdates() -> AsyncStream<CBManagerState> {
         let (stream, continuation) = AsyncStream.makeStream(of: CBManagerState.self)
         let hub = self.hub
-        BleLoop.perform { hub.subscribeState(continuation) }
+        LoopBridge.later { hub.subscribeState(continuation) }
         return stream
     }
 
@@ -77,7 +77,7 @@ public final class AsyncBleManager: Sendable {
         -> AsyncThrowingStream<AsyncDiscoveredPeripheral, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AsyncDiscoveredPeripheral.self, throwing: (any Error).self)
         let hub = self.hub
-        BleLoop.perform { hub.subscribeScan(request, timeout: timeout, continuation) }
+        LoopBridge.later { hub.subscribeScan(request, timeout: timeout, continuation) }
         return stream
     }
 
@@ -115,7 +115,7 @@ public final class AsyncBleManager: Sendable {
     /// (FXBlueToothAsync left `scan` hanging: defect 24).
     public func stopScan() {
         let hub = self.hub
-        BleLoop.perform { hub.stopAllScans() }
+        LoopBridge.later { hub.stopAllScans() }
     }
 
     // MARK: Connections
@@ -161,14 +161,14 @@ public final class AsyncBleManager: Sendable {
     public func connectionEvents() -> AsyncStream<AsyncConnectionEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: AsyncConnectionEvent.self)
         let hub = self.hub
-        BleLoop.perform { hub.subscribeEvents(continuation) }
+        LoopBridge.later { hub.subscribeEvents(continuation) }
         return stream
     }
 
     /// Stops using the bus: scans and streams end, links stay as BlueZ has them.
     public func close() {
         let hub = self.hub
-        BleLoop.perform { hub.close() }
+        LoopBridge.later { hub.close() }
         central.close()
     }
 
@@ -185,7 +185,7 @@ public final class AsyncBleManager: Sendable {
 enum BleLoopAsync {
     static func run<T: Sendable>(_ body: @escaping @BleLoop @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            BleLoop.perform { continuation.resume(returning: body()) }
+            LoopBridge.later { continuation.resume(returning: body()) }
         }
     }
 }

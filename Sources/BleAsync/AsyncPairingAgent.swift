@@ -37,14 +37,14 @@ public final class AsyncPairingAgent: Sendable {
     public func stop() {
         agent.stop()
         let hub = self.hub
-        BleLoop.perform { hub.close() }
+        LoopBridge.later { hub.close() }
     }
 
     /// Every question bluetoothd asks, for as many subscribers as you like (the first answer counts).
     public func requests() -> AsyncStream<PairingRequest> {
         let (stream, continuation) = AsyncStream.makeStream(of: PairingRequest.self)
         let hub = self.hub
-        BleLoop.perform { hub.subscribe(continuation, cancellations: false) }
+        LoopBridge.later { hub.subscribe(continuation, cancellations: false) }
         return stream
     }
 
@@ -52,7 +52,7 @@ public final class AsyncPairingAgent: Sendable {
     public func cancellations() -> AsyncStream<PairingRequest> {
         let (stream, continuation) = AsyncStream.makeStream(of: PairingRequest.self)
         let hub = self.hub
-        BleLoop.perform { hub.subscribe(continuation, cancellations: true) }
+        LoopBridge.later { hub.subscribe(continuation, cancellations: true) }
         return stream
     }
 }

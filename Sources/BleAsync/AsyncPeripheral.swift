@@ -156,7 +156,7 @@ public final class AsyncPeripheral: Sendable {
             subscriber.markEnded()
             LoopWork.run { link.unsubscribe(characteristic, subscriber) }
         }
-        BleLoop.perform { link.subscribe(characteristic, subscriber) }
+        LoopBridge.later { link.subscribe(characteristic, subscriber) }
         return (stream, continuation)
     }
 
@@ -221,10 +221,10 @@ public final class AsyncPeripheral: Sendable {
                         timeout: TimeInterval? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> [Data] {
         let (write, read) = try characteristics(write, read)
         let link = self.link
-        let box = CommandBox(command)
+        let box = LoopBound(command)
         return try await awaitCall(.execute, timeout: timeout) { (call: PendingCall<[Data]>) in
             let engine = link.engine(write: write, read: read)
-            let token = engine.execute(box.command) { result in
+            let token = engine.execute(box.value) { result in
                 call.finish(result)
             }
             call.onEnd(abandoned: { token.cancel() })
@@ -243,11 +243,11 @@ public final class AsyncPeripheral: Sendable {
             return stream
         }
         let link = self.link
-        let box = CommandBox(StreamingCommand(command))
-        BleLoop.perform {
+        let box = LoopBound<PeripheralOperationCommand>(StreamingCommand(command))
+        LoopBridge.later {
             let engine = link.engine(write: pair.0, read: pair.1)
-            let streaming = box.command as? StreamingCommand
-            let token = engine.execute(box.command) { result in
+            let streaming = box.value as? StreamingCommand
+            let token = engine.execute(box.value) { result in
                 switch result {
                 case .success(let packets):
                     continuation.yield(packets)
@@ -268,13 +268,6 @@ public final class AsyncPeripheral: Sendable {
         }
         return (write ?? pair.write, read ?? pair.read)
     }
-}
-
-// @unchecked: the app hands its command over; BleDSL's engine uses it on the loop only.
-/// Carries a command to the loop.
-struct CommandBox: @unchecked Sendable {
-    let command: PeripheralOperationCommand
-    init(_ command: PeripheralOperationCommand) { self.command = command }
 }
 
 /// Wraps a command to learn whether a delivered response ended it (`.success`) or keeps it
@@ -303,7 +296,7 @@ enum BleLoopBridge {
         if MainLoop.shared.isCurrent { return BleLoop.assumeIsolated { body() } }
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
-        BleLoop.perform {
+        LoopBridge.later {
             let value = body()
             result.withLock { $0 = value }
             done.signal()

@@ -38,7 +38,7 @@ public final class AsyncPeripheralManager: Sendable {
     public func requests() -> AsyncStream<AsyncATTRequests> {
         let (stream, continuation) = AsyncStream.makeStream(of: AsyncATTRequests.self)
         let hub = self.hub
-        BleLoop.perform { hub.subscribeRequests(continuation) }
+        LoopBridge.later { hub.subscribeRequests(continuation) }
         return stream
     }
 
@@ -46,7 +46,7 @@ public final class AsyncPeripheralManager: Sendable {
     public func subscriptions() -> AsyncStream<AsyncSubscriptionEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: AsyncSubscriptionEvent.self)
         let hub = self.hub
-        BleLoop.perform { hub.subscribeSubscriptions(continuation) }
+        LoopBridge.later { hub.subscribeSubscriptions(continuation) }
         return stream
     }
 
@@ -86,7 +86,7 @@ public final class AsyncPeripheralManager: Sendable {
     /// Stops serving; request and subscription sequences end.
     public func close() {
         let hub = self.hub
-        BleLoop.perform { hub.close() }
+        LoopBridge.later { hub.close() }
         manager.close()
     }
 }

@@ -142,7 +142,7 @@ enum LoopWork {
         if MainLoop.shared.isCurrent {
             BleLoop.assumeIsolated { body() }
         } else {
-            BleLoop.perform(body)
+            LoopBridge.later(body)
         }
     }
 }
@@ -156,7 +156,7 @@ func awaitCall<Value: Sendable>(_ operation: AsyncBleClientError.Operation, time
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
             call.install(continuation)
-            BleLoop.perform {
+            LoopBridge.later {
                 guard !call.isFinished else { return }
                 if let timeout, timeout > 0 {
                     call.arm(LoopTimer.scheduled(after: .seconds(timeout)) {

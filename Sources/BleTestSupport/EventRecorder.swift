@@ -39,8 +39,8 @@ public final class EventRecorder<Event> {
 
     /// Records from any thread (hops to the loop).
     public nonisolated func appendFromAnyThread(_ event: Event) {
-        let box = Box(event)
-        BleLoop.perform { [weak self] in self?.append(box.value) }
+        let box = LoopBound(event)
+        LoopBridge.later { [weak self] in self?.append(box.value) }
     }
 
     /// Waits until `condition(events)` holds, at most `timeout` at the tests' clock
@@ -81,9 +81,4 @@ public final class EventRecorder<Event> {
     public func wait(count: Int, timeout: Duration = .seconds(30)) async throws {
         try await wait("\(count) events", timeout: timeout) { $0.count >= count }
     }
-}
-
-private final class Box<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

@@ -32,7 +32,7 @@ public final class ATTRequest: Sendable, CustomStringConvertible {
     public let needsResponse: Bool
     private let state: Locked<Data?>
     /// The D-Bus call to answer (loop side).
-    let call: Unchecked<IncomingCall?>
+    let call: LoopBound<IncomingCall?>
     /// True once answered (loop side).
     @BleLoop var answered = false
     @BleLoop var deadline: LoopTimer?
@@ -47,7 +47,7 @@ public final class ATTRequest: Sendable, CustomStringConvertible {
         self.link = link
         self.needsResponse = needsResponse
         self.isRead = isRead
-        self.call = Unchecked(call)
+        self.call = LoopBound(call)
         state = Locked(value)
     }
 

@@ -156,7 +156,7 @@ public final class PeripheralManager: Manager, @unchecked Sendable {
     /// refused (false, and a warning), never silently widened; nil or all subscribers is fine.
     @discardableResult
     public func updateValue(_ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?) -> Bool {
-        let box = Unchecked(centrals)
+        let box = LoopBound(centrals)
         return LoopBridge.sync { self.sendUpdate(value, for: characteristic, to: box.value) }
     }
 

@@ -5,11 +5,12 @@ import Foundation
 /// BleDBus's lock, which ThreadSanitizer understands.
 typealias Locked<Value> = LoopLock<Value>
 
-// Unchecked: the value (an app's closure, a non-Sendable error or command) is handed from the
-// caller's thread to the loop and never touched by the caller again; the checker cannot see a
-// hand-over, and requiring Sendable would change the FXBlueTooth-shaped public API.
-/// Moves a value that is only ever used on one serial context (the loop, or the callback
-/// queue after it) across the concurrency checker's boundary; BleDSL's facades use it too.
+// Unchecked: the value (a delegate, a restore dictionary) is handed from the loop to the app's
+// callback queue and used only there; that queue is the app's (any `DispatchQueue`), so no
+// thread check is possible the way `LoopBound` checks the loop's. Requiring Sendable would
+// change the CoreBluetooth-shaped public API.
+/// Moves a value from the loop to the callback queue that delivers it to the app. What goes
+/// to the loop travels in BleRuntime's checked `LoopBound` instead.
 package struct Unchecked<Value>: @unchecked Sendable {
     package let value: Value
     @inlinable package init(_ value: Value) { self.value = value }

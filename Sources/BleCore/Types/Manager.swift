@@ -54,7 +54,7 @@ enum AuthorizationProbe {
         if MainLoop.shared.isCurrent { return lastVerdict.value }
         let answer = Locked(ManagerAuthorization.notDetermined)
         let done = DispatchSemaphore(value: 0)
-        BleLoop.perform {
+        LoopBridge.later {
             Task { @BleLoop in
                 answer.value = await probe(bus)
                 done.signal()

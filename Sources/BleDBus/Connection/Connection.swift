@@ -147,7 +147,7 @@ public final class Connection {
     func scheduleDispatch() {
         guard !dispatchScheduled, state != .closed else { return }
         dispatchScheduled = true
-        BleLoop.perform { [weak self] in
+        LoopBridge.later { [weak self] in
             guard let self else { return }
             self.dispatchScheduled = false
             self.dispatchIncoming()
@@ -301,7 +301,7 @@ public final class Connection {
                     start(message, id: id, timeout: timeout, wantsHeaders: wantsHeaders, completion: .message { continuation.resume(returning: $0) })
                 }
             } onCancel: {
-                BleLoop.perform { [weak self] in self?.cancelCall(id: id) }
+                LoopBridge.later { [weak self] in self?.cancelCall(id: id) }
             }
         }
     }
@@ -314,7 +314,7 @@ public final class Connection {
                                  completion: @escaping @Sendable (Result<[DBusValue], DBusError>) -> Void) {
         let message = DBusMessage.methodCall(destination: destination, path: path, interface: interface,
                                              member: member, body: arguments)
-        BleLoop.perform { [self] in
+        LoopBridge.later { [self] in
             let id = nextCallID
             nextCallID += 1
             start(message, id: id, timeout: timeout, completion: .body(completion))
@@ -555,7 +555,7 @@ func connectionDispatchStatusChanged(_ connection: OpaquePointer?, _ status: DBu
     if MainLoop.shared.isCurrent {
         BleLoop.assumeIsolated(incomingQueuedOnLoop, with: box)
     } else {
-        BleLoop.perform { box.connection?.scheduleDispatch() }
+        LoopBridge.later { box.connection?.scheduleDispatch() }
     }
 }
 

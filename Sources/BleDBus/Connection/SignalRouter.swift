@@ -65,7 +65,7 @@ public final class SignalRouter {
             if MainLoop.shared.isCurrent {
                 BleLoop.assumeIsolated { self?.unsubscribe(id) }
             } else {
-                BleLoop.perform { self?.unsubscribe(id) }
+                LoopBridge.later { self?.unsubscribe(id) }
             }
         }
     }
@@ -193,15 +193,15 @@ public final class SignalRouter {
         let alreadyTracked = owners[name] != nil
         trackOwner(of: name)
         if alreadyTracked, case .owned(let owner)? = owners[name] {
-            BleLoop.perform { [weak self] in if self?.nameWatchers[name]?[id] != nil { handler(owner) } }
+            LoopBridge.later { [weak self] in if self?.nameWatchers[name]?[id] != nil { handler(owner) } }
         } else if alreadyTracked, case .unowned? = owners[name] {
-            BleLoop.perform { [weak self] in if self?.nameWatchers[name]?[id] != nil { handler(nil) } }
+            LoopBridge.later { [weak self] in if self?.nameWatchers[name]?[id] != nil { handler(nil) } }
         }
         return SignalSubscription { [weak self] in
             if MainLoop.shared.isCurrent {
                 BleLoop.assumeIsolated { _ = self?.nameWatchers[name]?.removeValue(forKey: id) }
             } else {
-                BleLoop.perform { self?.nameWatchers[name]?.removeValue(forKey: id) }
+                LoopBridge.later { self?.nameWatchers[name]?.removeValue(forKey: id) }
             }
         }
     }

@@ -121,9 +121,9 @@ public final class BleManager: Sendable {
     /// the scan for a target (`.scanTimeout`, 30 s) and connecting (`.connectTimeout`, or the
     /// manager's `connectTimeout`).
     public func execute(command: BleManagerCommand? = nil, handler: Handler? = nil) {
-        let box = Unchecked((command ?? BleManagerCommand(), handler))
+        let box = LoopBound((command ?? BleManagerCommand(), handler))
         let router = centralManager.sessions
-        BleLoop.perform {
+        LoopBridge.later {
             let (command, handler) = box.value
             router.start(command: command, handler: handler)
         }
@@ -133,6 +133,6 @@ public final class BleManager: Sendable {
     /// connected peripherals.
     public func cancelAll() {
         let router = centralManager.sessions
-        BleLoop.perform { router.cancelAll() }
+        LoopBridge.later { router.cancelAll() }
     }
 }

@@ -98,7 +98,7 @@ package final class CommandEngine: PeripheralLoopObserver {
     private func report(_ completion: Completion?, _ result: Result<[Data], Error>) {
         guard let completion else { return }
         if completions.runsAtOnce { return completion(result) }
-        let box = Unchecked((completion, result))
+        let box = LoopBound((completion, result))
         completions.run { box.value.0(box.value.1) }
     }
 

@@ -34,7 +34,7 @@ extension PeripheralDevice {
                     return old
                 }
                 guard old !== newValue else { return }
-                let peripherals = Unchecked((old, newValue))
+                let peripherals = LoopBound((old, newValue))
                 LoopBridge.async { [engine] in
                     let (old, new) = peripherals.value
                     old?.removeLoopObserver(engine)
@@ -98,7 +98,7 @@ extension PeripheralDevice {
                 // the engine at once, with no closure to allocate.
                 BleLoop.assumeIsolated(CommandEngine.enqueueInline, with: (engine, request))
             } else {
-                let box = Unchecked(request)
+                let box = LoopBound(request)
                 LoopBridge.async { [engine] in engine.enqueue(box.value) }
             }
             return token
@@ -130,7 +130,7 @@ extension PeripheralDevice {
             let token = engine.makeToken()
             let request = ReadRequest(id: token.id, peripheral: peripheral, characteristic: characteristic, descriptor: descriptor,
                                       fallback: readCharacteristic, timeout: timeout, completion: completion)
-            let box = Unchecked(request)
+            let box = LoopBound(request)
             LoopBridge.async { [engine] in engine.enqueueRead(box.value) }
             return token
         }
@@ -174,7 +174,7 @@ extension PeripheralDevice {
 
 /// A command on its way to the loop: its option, completion and the attributes it was issued
 /// for. Not `Sendable` (FXBlueTooth's option and completion are not): it crosses to the loop in
-/// `Unchecked`, once, and is used only there.
+/// `LoopBound`, once, and is used only there.
 struct CommandRequest {
     let id: UInt64
     let option: PeripheralOperationCommand
@@ -186,7 +186,7 @@ struct CommandRequest {
 }
 
 /// A read command on its way to the loop, where it is used exclusively. Not `Sendable` (its
-/// completion is the app's closure): it crosses to the loop in `Unchecked`, once, as `CommandRequest` does.
+/// completion is the app's closure): it crosses to the loop in `LoopBound`, once, as `CommandRequest` does.
 struct ReadRequest {
     let id: UInt64
     let peripheral: Peripheral?

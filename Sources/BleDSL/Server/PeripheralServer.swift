@@ -57,7 +57,7 @@ public final class PeripheralServer: PeripheralManagerDelegate, Sendable {
 
     /// Serves `commandItems` (one declaration per server).
     public func execute(commandItems: [PeripheralServerItem]) {
-        let items = Unchecked(commandItems)
+        let items = LoopBound(commandItems)
         LoopBridge.async { [engine] in
             // The engine keeps `report` while it serves, and the server keeps the engine: a
             // strong capture kept both, the manager and its bus connection alive for good.
@@ -68,7 +68,7 @@ public final class PeripheralServer: PeripheralManagerDelegate, Sendable {
     /// Notifies `data` on the response characteristic, split by the subscribers' MTU (or by
     /// `length`), with flow control; `completion` runs once the last packet is handed to bluetoothd.
     public func send(_ data: Data, length: PeripheralCommandLengthProtocol? = nil, completion: (() -> Void)? = nil) {
-        let box = Unchecked((data, length, completion))
+        let box = LoopBound((data, length, completion))
         LoopBridge.async { [engine] in
             let (data, length, completion) = box.value
             engine.send(data, length: length ?? MTUPeripheralCommandLength(), central: nil, completion: completion)

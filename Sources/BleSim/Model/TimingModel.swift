@@ -62,7 +62,7 @@ final class SimClock {
     func after(_ delay: Duration, _ body: @escaping @BleLoop () -> Void) {
         let generation = self.generation
         if delay <= .zero {
-            BleLoop.perform { [weak self] in
+            LoopBridge.later { [weak self] in
                 guard let self, self.generation == generation else { return }
                 body()
             }

@@ -1,8 +1,12 @@
-import BleDBus
 import Dispatch
 import Foundation
 
-/// How the public facades (BleCore's and BleDSL's) reach `@BleLoop` state from any thread.
+/// The one way BleKit's own code gets onto the loop from any thread. Two meanings, each with
+/// its own name: `async` runs at once when the caller is already on the loop thread (a write
+/// issued inside a callback reaches BlueZ with no queue hop) and queues otherwise; `later`
+/// always queues, behind the work queued before it (for work that must not run inside the
+/// caller's call). `sync` waits for the result. `BleLoop.perform` and `MainLoop.perform` are
+/// the public primitives under them, for apps.
 package enum LoopBridge {
     /// Runs `body` on the loop and returns its result: directly when already on the loop
     /// thread, otherwise by waiting for the loop (which never waits on other threads, so this
@@ -19,7 +23,7 @@ package enum LoopBridge {
             // carried it may outlive this call inside the loop's queue, and a closure that is
             // still referenced when `withoutActuallyEscaping` ends traps.
             let box = ClosureBox(escapable)
-            let result = Locked<T?>(nil)
+            let result = LoopLock<T?>(nil)
             let done = DispatchSemaphore(value: 0)
             BleLoop.perform {
                 result.value = box.take()?()
@@ -44,8 +48,14 @@ package enum LoopBridge {
         if MainLoop.shared.isCurrent {
             return BleLoop.assumeIsolated { InlineCall.run(body) }
         }
-        let box = Unchecked(body)
+        let box = LoopBound(body)
         BleLoop.perform { box.value() }
+    }
+
+    /// Runs `body` on the loop after everything queued before it — also when called on the
+    /// loop thread, where it never runs inline.
+    package static func later(_ body: @escaping @BleLoop @Sendable () -> Void) {
+        BleLoop.perform(body)
     }
 }
 
@@ -62,39 +72,5 @@ private final class ClosureBox<T>: @unchecked Sendable {
         let taken = body
         body = nil
         return taken
-    }
-}
-
-/// Where delegate callbacks run: on the loop (default) or on the queue given at init.
-///
-/// On the loop they run at once, except while the app's own call is running inline (a
-/// `writeValue` made inside a callback runs on the spot, with no hop): a callback is never
-/// called from inside the call that caused it (FXBlueTooth defect 8), and order is kept.
-final class CallbackQueue: Sendable {
-    let queue: DispatchQueue?
-    private let ordered = OrderedCallbacks()
-    /// Reports callbacks that wait on a blocked or unserved `queue`.
-    private let stalls: CallbackStallMonitor?
-
-    init(queue: DispatchQueue?) {
-        self.queue = queue
-        stalls = queue.map { CallbackStallMonitor(label: $0 === DispatchQueue.main ? "main" : $0.label) }
-    }
-
-    /// Runs `work` on the loop now (or after the app's call returns), or on the queue in order.
-    /// `work` is `@Sendable`, so it is never inferred to be loop-isolated: on a queue it would
-    /// trap the runtime's isolation check.
-    /// True when a callback given now would run at once on this thread: no queue, no inline
-    /// call running, nothing waiting. The hottest callbacks then call the delegate directly.
-    @BleLoop var runsAtOnce: Bool { queue == nil && ordered.runsAtOnce }
-
-    @BleLoop
-    func deliver(_ work: @escaping @Sendable () -> Void) {
-        guard let queue else { return ordered.run(work) }
-        if let stalls {
-            queue.async(execute: stalls.track(work))
-        } else {
-            queue.async(execute: work)
-        }
     }
 }
