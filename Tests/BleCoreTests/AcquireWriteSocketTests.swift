@@ -39,10 +39,14 @@ struct AcquireWriteSocketTests {
         for value in 1...3 { peripheral.performWrite(Data([UInt8(value)]), wwr, .withoutResponse) }
         #expect(!peripheral.canSendWriteWithoutResponse, "the writes wait in the backlog")
         #expect(wwr.writer.backlog.count == 3)
+        let mark = bench.recorder.mark
         // Cleared in the same loop turn: the socket's writable wait is what sends them now.
         socket.fault = nil
         try await writes.wait(count: 4, timeout: .seconds(10))
         #expect(writes.events == [Data([0]), Data([1]), Data([2]), Data([3])])
+        // The delegates hear that they may write again (CoreBluetooth's
+        // peripheralIsReady(toSendWriteWithoutResponse:)).
+        try await bench.await("ready to write", since: mark) { if case .readyToWrite = $0 { return true }; return false }
         #expect(peripheral.canSendWriteWithoutResponse)
         #expect(bench.trace("AcquireWrite") == 1)
         #expect(bench.trace("WriteValue") == 0)

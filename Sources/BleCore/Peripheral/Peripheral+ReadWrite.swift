@@ -193,12 +193,15 @@ extension Peripheral {
                     characteristic.writer.backlog.removeFirst()
                     continue
                 case .wouldBlock:
-                    // The socket is full: not ready until it drains.
+                    // The socket is full: not ready until it drains. Noted now, so that the
+                    // drained socket's pump says ready again (it did not when the socket
+                    // filled on writes made while it was ready).
                     socket.whenWritable { [weak self, weak characteristic] events in
                         guard let self, let characteristic else { return }
                         if events.contains(.hangUp) || events.contains(.error) { return self.writeSocketClosed(characteristic) }
                         self.pump(characteristic)
                     }
+                    noteWriteReadiness()
                     return
                 case .peerClosed, .failed:
                     // EPIPE and friends: bluetoothd closed it (disconnect); fall back to commands.
