@@ -50,8 +50,8 @@ let package = Package(
         .target(name: "BleLogging"),
 
         // The loop and D-Bus.
-        // The GLib loop, its global actor, timers and executor: for layers that need the loop but not D-Bus.
-        .target(name: "BleRuntime", dependencies: ["CGLib"]),
+        // The GLib loop, its global actor, timers and executor, and the owned SEQPACKET socket: for layers that need the loop but not D-Bus.
+        .target(name: "BleRuntime", dependencies: ["CGLib", "CSocketShim"]),
         .target(name: "BleDBus", dependencies: ["BleRuntime", "BleLogging", "CDBus", "CGLib"]),
 
         // BlueZ's contract and the leaf libraries BleCore builds on.
@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "BleAssignedNumbers"),
 
         // The BLE API and the APIs over it.
-        .target(name: "BleCore", dependencies: ["BleRuntime", "BleDBus", "BlueZVocabulary", "CSocketShim", "BleAssignedNumbers", "BleLogging"]),
+        .target(name: "BleCore", dependencies: ["BleRuntime", "BleDBus", "BlueZVocabulary", "BleAssignedNumbers", "BleLogging"]),
         .target(name: "BleDSL", dependencies: ["BleCore", "BleRuntime"]),
         // FXBlueToothAsync's async/await API over BleCore, sharing BleDSL's command engine.
         .target(name: "BleAsync", dependencies: ["BleCore", "BleDSL", "BleRuntime"]),

@@ -387,7 +387,7 @@ struct DataLossSymptomTests {
         let mark = bench.recorder.mark
         let subscription = NotifySubscription(link: peripheral.linkGeneration, path: .acquire)
         notify.subscription = subscription
-        peripheral.adoptNotifySocket(ends[0], notify, subscription)
+        peripheral.adoptNotifySocket(try SeqPacketSocket(adopting: ends[0]), notify, subscription)
         try await otherWork.wait(count: 1)
         try await bench.await("the flood's last", since: mark) { if case .value(_, Data([UInt8((flood - 1) & 0xff), 1])?, nil) = $0 { return true }; return false }
         #expect((seenByOtherWork ?? flood) < flood, "other work ran after \(seenByOtherWork ?? -1) of \(flood) notifications")

@@ -215,7 +215,7 @@ struct HostileDaemonServerTests {
         // As many as the socket takes (its send buffer), all waiting before the loop wakes.
         var flooded = 0
         while flooded < 2_000, send(theirs, [1, 2, 3, 4], 4, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) == 4 { flooded += 1 }
-        #expect(flooded > 3 * Peripheral.packetsPerWakeUp, "only \(flooded) datagrams fit")
+        #expect(flooded > 3 * SeqPacketSocket.packetsPerWakeUp, "only \(flooded) datagrams fit")
         // On the first write, something else asks for the loop: it must get it before the
         // flood is drained, not after.
         var writesBeforeTheLoopRanOtherWork: Int?
@@ -228,7 +228,7 @@ struct HostileDaemonServerTests {
         try await bench.recorder.events.wait("the flood", timeout: .seconds(30)) { $0.filter { $0.hasPrefix("write") }.count == flooded }
         let before = try #require(writesBeforeTheLoopRanOtherWork)
         print("flood: \(flooded) datagrams waiting; the loop ran other work after \(before) of them")
-        #expect(before <= 2 * Peripheral.packetsPerWakeUp, "\(before) of \(flooded) datagrams were read in one go")
+        #expect(before <= 2 * SeqPacketSocket.packetsPerWakeUp, "\(before) of \(flooded) datagrams were read in one go")
         #expect(bench.manager.diagnostics.discardedWrites == 0)
     }
 

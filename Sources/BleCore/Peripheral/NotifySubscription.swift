@@ -1,5 +1,4 @@
 import BleDBus
-import Glibc
 
 /// One characteristic's notifications on one link: how they reach us (AcquireNotify's socket
 /// or StartNotify's signals) and the socket and watch that belong to it.
@@ -19,8 +18,9 @@ final class NotifySubscription {
         /// The call is out; for StartNotify, values arriving now are delivered (the peripheral
         /// may notify before the reply, bleak #374).
         case enabling(Path)
-        /// Notifications come on our end of bluetoothd's SEQPACKET socket.
-        case acquired(descriptor: Int32, watch: FileDescriptorWatch)
+        /// Notifications come on our end of bluetoothd's SEQPACKET socket, which this
+        /// subscription owns: released with it, ended or not, the socket closes.
+        case acquired(SeqPacketSocket)
         /// Notifications come as `PropertiesChanged(Value)`.
         case started
         /// Over: link loss, disable, or failure.
@@ -60,18 +60,21 @@ final class NotifySubscription {
     }
 
     /// The socket the notifications come on, when acquired.
-    var descriptor: Int32? {
-        if case .acquired(let descriptor, _) = state { return descriptor }
+    var socket: SeqPacketSocket? {
+        if case .acquired(let socket) = state { return socket }
         return nil
     }
 
-    func adopt(descriptor: Int32, watch: FileDescriptorWatch) {
-        guard !isEnded else {
-            watch.cancel()
-            Glibc.close(descriptor)
-            return
-        }
-        state = .acquired(descriptor: descriptor, watch: watch)
+    /// The socket's descriptor while acquired and open, for diagnostics and tests.
+    var descriptor: Int32? {
+        guard let socket, socket.isOpen else { return nil }
+        return socket.descriptor
+    }
+
+    /// Takes `socket` over; an ended subscription closes it at once.
+    func adopt(_ socket: SeqPacketSocket) {
+        guard !isEnded else { return socket.close() }
+        state = .acquired(socket)
     }
 
     func switchToStartNotify() {
@@ -83,12 +86,6 @@ final class NotifySubscription {
         if !isEnded { state = .started }
     }
 
-    /// Dropped without `end()` (its owner forgot it): the socket closes with it instead of
-    /// staying open, unseen, with bluetoothd still notifying into it.
-    isolated deinit {
-        releaseSocket()
-    }
-
     /// Ends it; closes the socket (which releases AcquireNotify in bluetoothd).
     func end() {
         retry = nil
@@ -96,10 +93,9 @@ final class NotifySubscription {
         state = .ended
     }
 
+    /// Closes the socket now. (Dropped without `end()`, the subscription needs no deinit for
+    /// it: the socket it owns closes when released.)
     private func releaseSocket() {
-        if case .acquired(let descriptor, let watch) = state {
-            watch.cancel()
-            Glibc.close(descriptor)
-        }
+        socket?.close()
     }
 }

@@ -1,4 +1,3 @@
-import Glibc
 import BleDBus
 import Foundation
 
@@ -232,27 +231,30 @@ enum ReplyShape {
     }
 
     /// `AcquireNotify`/`AcquireWrite` answer `(h fd, q mtu)`; an MTU below 23 is impossible.
-    static func acquired(_ body: [DBusValue], operation: String) throws(BleError) -> (descriptor: Int32, mtu: UInt16) {
+    /// The descriptor is taken into a socket that owns it, so a refused reply leaks nothing.
+    @BleLoop static func acquired(_ body: [DBusValue], operation: String) throws(BleError) -> (socket: SeqPacketSocket, mtu: UInt16) {
         guard body.count == 2, case .unixFD(let handle) = body[0], let mtu = body[1].as(UInt16.self) else {
             throw .unexpectedReply(operation: operation, detail: "expected (fd, uint16 MTU), got \(signature(of: body))")
         }
         guard let descriptor = handle.take() else {
             throw .unexpectedReply(operation: operation, detail: "the file descriptor was already taken")
         }
+        // bluetoothd hands over one end of a SOCK_SEQPACKET pair; the socket refuses (and
+        // closes) anything else. Adopted first, checked after the MTU: the MTU's error is the
+        // one reported when both are wrong, as before.
+        let socket: SeqPacketSocket?
+        do throws(SeqPacketSocketError) {
+            socket = try SeqPacketSocket(adopting: descriptor)
+        } catch {
+            socket = nil
+        }
         guard mtu >= 23 else {
-            Glibc.close(descriptor)
             throw .unexpectedReply(operation: operation, detail: "MTU \(mtu) is below the LE minimum of 23")
         }
-        // bluetoothd hands over one end of a SOCK_SEQPACKET pair. Anything else (a pipe, a file,
-        // a stream socket from a hostile org.bluez) would never become readable, or would merge
-        // records: the subscription would look on and stay deaf.
-        var type: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(descriptor, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_SEQPACKET.rawValue) else {
-            Glibc.close(descriptor)
+        guard let socket else {
             throw .unexpectedReply(operation: operation, detail: "the file descriptor is not a SEQPACKET socket")
         }
-        return (descriptor, mtu)
+        return (socket, mtu)
     }
 
     private static func signature(of body: [DBusValue]) -> String {

@@ -1,13 +1,7 @@
 import BleDBus
 import Foundation
-import CSocketShim
-import Glibc
 
 extension Peripheral {
-    /// Packets read from one notification socket per loop iteration: a peer flooding its
-    /// socket must not starve the loop (the watch is level-triggered and fires again).
-    static let packetsPerWakeUp = 32
-
     @BleLoop package func performSetNotify(_ enabled: Bool, _ characteristic: Characteristic) {
         guard known(characteristic) else { return emitNotificationState(characteristic, error: .attributeGone) }
         if enabled, !characteristic.properties.contains(.notify), !characteristic.properties.contains(.indicate) {
@@ -64,13 +58,13 @@ extension Peripheral {
             }
             guard characteristic.subscription === subscription, !subscription.isEnded else {
                 // An earlier link's reply: its socket belongs to nobody now.
-                if case .success(let socket) = acquired { Glibc.close(socket.descriptor) }
+                if case .success(let reply) = acquired { reply.socket.close() }
                 return
             }
             switch acquired {
-            case .success(let socket):
-                self.noteMTU(socket.mtu, from: characteristic.path)
-                self.adoptNotifySocket(socket.descriptor, characteristic, subscription)
+            case .success(let reply):
+                self.noteMTU(reply.mtu, from: characteristic.path)
+                self.adoptNotifySocket(reply.socket, characteristic, subscription)
                 operation.finish(.success(nil))
             case .failure(.notPermitted(let text)) where text == BlueZ.ErrorMessage.notifyAcquired && attempt < Self.acquiredRetries:
                 // "Notify acquired": bluetoothd still holds a socket, usually the one we closed a
@@ -141,47 +135,31 @@ extension Peripheral {
         }
     }
 
-    @BleLoop func adoptNotifySocket(_ descriptor: Int32, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
-        let watch = FileDescriptorWatch(descriptor: descriptor) { [weak self, weak characteristic, weak subscription] events in
-            guard let self, let characteristic, let subscription else { return }
-            self.notifySocketReadable(characteristic, subscription, events: events)
+    /// Reads the subscription's notifications from `socket`, which the subscription now owns.
+    @BleLoop func adoptNotifySocket(_ socket: SeqPacketSocket, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
+        subscription.adopt(socket)
+        // The loop's shared records: each wake-up takes every record waiting, up to the
+        // budget, in one system call (recvmmsg), and copies them all out before delivering.
+        socket.startReading { [weak self, weak characteristic, weak subscription] received in
+            guard let self, let characteristic, let subscription, characteristic.subscription === subscription else { return }
+            switch received {
+            case .packet(let value):
+                self.deliverNotification(value, characteristic)
+            case .tooLong:
+                // Not reported by the shared records, whose records hold any ATT value.
+                break
+            case .peerClosed:
+                self.notifySocketClosed(characteristic, subscription)
+            }
         }
-        subscription.adopt(descriptor: descriptor, watch: watch)
     }
 
-    @BleLoop private func notifySocketReadable(_ characteristic: Characteristic, _ subscription: NotifySubscription,
-                                               events: FileDescriptorWatch.Events) {
-        guard characteristic.subscription === subscription, let descriptor = subscription.descriptor else { return }
-        // One system call takes every record waiting, up to the budget (recvmmsg). Each is
-        // copied out before any is delivered: a callback may run code that reads again.
-        let records = NotifyRecords.shared
-        let received = blekit_receive_records(descriptor, records.buffer, NotifyRecords.recordSize,
-                                              UInt32(Self.packetsPerWakeUp), records.lengths)
-        if received < 0 {
-            if errno == EAGAIN || errno == EWOULDBLOCK, !events.contains(.hangUp), !events.contains(.error) { return }
-        } else {
-            var values: [Data] = []
-            values.reserveCapacity(Int(received))
-            var ended = received == 0
-            for index in 0..<Int(received) {
-                let length = records.lengths[index]
-                // A zero-length record is SEQPACKET's end of file.
-                guard length > 0 else { ended = true; break }
-                values.append(Data(bytes: records.buffer + index * NotifyRecords.recordSize, count: length))
-            }
-            for value in values {
-                deliverNotification(value, characteristic)
-                // A callback may have turned notifications off or the link may be gone.
-                guard characteristic.subscription === subscription, subscription.descriptor == descriptor else { return }
-            }
-            // A full batch may have left more: the level-triggered watch brings us back.
-            if !ended, Int(received) == Self.packetsPerWakeUp { return }
-            if !ended, !events.contains(.hangUp), !events.contains(.error) { return }
-        }
-        // EOF or hang-up. bluetoothd 5.66 closes these sockets on link loss too, often just
-        // before Connected=false; on some devices AcquireNotify ends this way while the link
-        // stays up (bleak #1885). Fall back to StartNotify at once so nothing is missed; if the
-        // link is going down, link loss ends this subscription and its late reply is ignored.
+    /// End of file or hang-up on the notification socket (which has closed itself).
+    @BleLoop private func notifySocketClosed(_ characteristic: Characteristic, _ subscription: NotifySubscription) {
+        // bluetoothd 5.66 closes these sockets on link loss too, often just before
+        // Connected=false; on some devices AcquireNotify ends this way while the link stays up
+        // (bleak #1885). Fall back to StartNotify at once so nothing is missed; if the link is
+        // going down, link loss ends this subscription and its late reply is ignored.
         guard isLinkUp, deviceProperties?[BlueZ.Device1.connected] == true else {
             subscription.end()
             characteristic.subscription = nil
@@ -277,28 +255,10 @@ extension Peripheral {
         endSubscription(characteristic, releaseSession: releaseSession)
         characteristic.readsAwaitingSignal = 0
         characteristic.signalsDuringRead.removeAll()
-        if case .acquired(let descriptor) = characteristic.writer.mode { Glibc.close(descriptor) }
-        characteristic.writer.writableWatch?.cancel()
+        if case .acquired(let socket) = characteristic.writer.mode { socket.close() }
         let abandon = characteristic.writer.abandonAcquire
         characteristic.writer = WriteChannel()
         // After the reset: the abandoned call's completion then finds nothing to pump.
         abandon?.abandon()
-    }
-}
-
-/// The loop's one buffer for notification records: every socket read happens on the loop, one
-/// at a time, so one buffer serves them all without an allocation per read.
-@BleLoop
-final class NotifyRecords {
-    /// A record holds one notification (at most 512 bytes of value) with room to spare.
-    static let recordSize = 1024
-    static let shared = NotifyRecords()
-
-    let buffer: UnsafeMutablePointer<UInt8>
-    let lengths: UnsafeMutablePointer<Int>
-
-    private init() {
-        buffer = .allocate(capacity: Self.recordSize * Peripheral.packetsPerWakeUp)
-        lengths = .allocate(capacity: Peripheral.packetsPerWakeUp)
     }
 }

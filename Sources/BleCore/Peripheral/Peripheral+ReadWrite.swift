@@ -131,10 +131,8 @@ extension Peripheral {
     }
 
     @BleLoop private func releaseWriteSocket(_ characteristic: Characteristic) {
-        guard case .acquired(let descriptor) = characteristic.writer.mode else { return }
-        characteristic.writer.writableWatch?.cancel()
-        characteristic.writer.writableWatch = nil
-        Glibc.close(descriptor)
+        guard case .acquired(let socket) = characteristic.writer.mode else { return }
+        socket.close()
         characteristic.writer.mode = .idle
     }
 
@@ -168,13 +166,13 @@ extension Peripheral {
                 Result { () throws(BleError) in try ReplyShape.acquired(body, operation: BlueZ.GattCharacteristic1.Method.acquireWrite) }
             }
             guard let self, case .acquiring = characteristic.writer.mode else {
-                if case .success(let socket) = acquired { Glibc.close(socket.descriptor) }
+                if case .success(let reply) = acquired { reply.socket.close() }
                 return
             }
             switch acquired {
-            case .success(let socket):
-                self.noteMTU(socket.mtu, from: characteristic.path)
-                characteristic.writer.mode = .acquired(descriptor: socket.descriptor)
+            case .success(let reply):
+                self.noteMTU(reply.mtu, from: characteristic.path)
+                characteristic.writer.mode = .acquired(reply.socket)
             case .failure(let error):
                 BleLog.debug("AcquireWrite unavailable on \(characteristic.path) (\(error)); pacing command writes")
                 characteristic.writer.mode = .commands
@@ -188,30 +186,28 @@ extension Peripheral {
         switch characteristic.writer.mode {
         case .idle, .acquiring:
             break
-        case .acquired(let descriptor):
+        case .acquired(let socket):
             while let packet = characteristic.writer.backlog.first {
-                let sent = packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-                if sent >= 0 {
+                switch socket.send(packet) {
+                case .sent:
                     characteristic.writer.backlog.removeFirst()
                     continue
-                }
-                if errno == EAGAIN || errno == EWOULDBLOCK {
-                    // The socket is full: not ready until it drains.
-                    if characteristic.writer.writableWatch == nil {
-                        characteristic.writer.writableWatch = FileDescriptorWatch(descriptor: descriptor, events: .writable) {
-                            [weak self, weak characteristic] events in
-                            guard let self, let characteristic else { return }
-                            characteristic.writer.writableWatch?.cancel()
-                            characteristic.writer.writableWatch = nil
-                            if events.contains(.hangUp) || events.contains(.error) { return self.writeSocketClosed(characteristic) }
-                            self.pump(characteristic)
-                        }
+                case .wouldBlock:
+                    // The socket is full: not ready until it drains. Noted now, so that the
+                    // drained socket's pump says ready again (it did not when the socket
+                    // filled on writes made while it was ready).
+                    socket.whenWritable { [weak self, weak characteristic] events in
+                        guard let self, let characteristic else { return }
+                        if events.contains(.hangUp) || events.contains(.error) { return self.writeSocketClosed(characteristic) }
+                        self.pump(characteristic)
                     }
+                    noteWriteReadiness()
+                    return
+                case .peerClosed, .failed:
+                    // EPIPE and friends: bluetoothd closed it (disconnect); fall back to commands.
+                    writeSocketClosed(characteristic)
                     return
                 }
-                // EPIPE and friends: bluetoothd closed it (disconnect); fall back to commands.
-                writeSocketClosed(characteristic)
-                return
             }
         case .commands:
             guard !characteristic.writer.commandInFlight, let packet = characteristic.writer.backlog.first else { break }
@@ -233,9 +229,7 @@ extension Peripheral {
     }
 
     @BleLoop private func writeSocketClosed(_ characteristic: Characteristic) {
-        if case .acquired(let descriptor) = characteristic.writer.mode { Glibc.close(descriptor) }
-        characteristic.writer.writableWatch?.cancel()
-        characteristic.writer.writableWatch = nil
+        if case .acquired(let socket) = characteristic.writer.mode { socket.close() }
         characteristic.writer.mode = isLinkUp ? .commands : .idle
         if isLinkUp { pump(characteristic) } else { characteristic.writer.backlog.removeAll() }
     }

@@ -8,8 +8,8 @@ struct WriteChannel {
         case idle
         /// AcquireWrite sent.
         case acquiring
-        /// Writing packets to our end of bluetoothd's socket.
-        case acquired(descriptor: Int32)
+        /// Writing packets to our end of bluetoothd's socket (which waits for room itself).
+        case acquired(SeqPacketSocket)
         /// AcquireWrite is not available: one `WriteValue type=command` at a time.
         case commands
     }
@@ -19,8 +19,6 @@ struct WriteChannel {
     var backlog: [Data] = []
     /// A command write is awaiting its reply.
     var commandInFlight = false
-    /// Waits for the socket to become writable after EAGAIN.
-    var writableWatch: FileDescriptorWatch?
     /// Gives up an `AcquireWrite` still in flight when the link's channel is torn down.
     var abandonAcquire: CallHandle?
 

@@ -53,9 +53,9 @@ final class ExportedCharacteristic {
     /// The last value sent (the `Value` property).
     var lastValue = Data()
     /// Our end of an `AcquireNotify` socket.
-    var notifySocket: ServerSocket?
+    var notifySocket: SeqPacketSocket?
     /// Our end of an `AcquireWrite` socket.
-    var writeSocket: ServerSocket?
+    var writeSocket: SeqPacketSocket?
     /// An indication went out and its `Confirm` has not come back.
     var awaitingConfirmation = false
     var confirmationDeadline: LoopTimer?

@@ -350,10 +350,14 @@ extension PeripheralManager {
         // said none, of the largest MTU there is), so a longer datagram is reported, never cut
         // to a head that looks like a whole value.
         let recordSize = parsed.mtu ?? RequestOptions.mtuRange.upperBound
-        let made = ServerSocket.make(recordSize: recordSize, onPacket: { [weak self] datagram in
+        guard let made = try? SeqPacketSocket.makePair() else {
+            return call.fail(name: BlueZ.ErrorName.failed, message: "socketpair failed")
+        }
+        made.ours.startReading(into: SeqPacketRecords(recordSize: recordSize, reportsTooLong: true)) { [weak self, weak record] received in
+            if case .peerClosed = received { record?.writeSocket = nil }
             guard let self else { return }
-            switch datagram {
-            case .whole(let packet):
+            switch received {
+            case .packet(let packet):
                 let request = ATTRequest(central: central, characteristic: characteristic, offset: 0, value: packet, mtu: mtu,
                                          link: parsed.link, needsResponse: false, isRead: false, call: nil)
                 request.answered = true
@@ -364,15 +368,12 @@ extension PeripheralManager {
                 BleLog.error("a write of \(length) bytes to \(characteristic.uuid) through its AcquireWrite socket is longer than the MTU \(recordSize) "
                              + "bluetoothd was given; it was discarded (not delivered cut short)")
                 self.emit { $0.peripheralManager(self, didDiscardWriteTo: characteristic, from: central, error: error) }
+            case .peerClosed:
+                break
             }
-        }, onClose: { [weak record] in
-            record?.writeSocket = nil
-        })
-        guard let made else {
-            return call.fail(name: BlueZ.ErrorName.failed, message: "socketpair failed")
         }
         record.writeSocket = made.ours
-        call.reply([.unixFD(made.theirs), .uint16(UInt16(clamping: mtu))])
+        call.reply([.unixFD(UnixFileDescriptor(adopting: made.theirs)), .uint16(UInt16(clamping: mtu))])
     }
 
     @BleLoop private func acquireNotify(_ record: ExportedCharacteristic, _ call: IncomingCall) {
@@ -380,17 +381,24 @@ extension PeripheralManager {
         let central = central(for: parsed)
         record.notifySocket?.close()
         let mtu = parsed.mtu ?? central.mtu
-        let made = ServerSocket.make(onPacket: nil, onClose: { [weak self, weak record] in
-            // bluetoothd closes its end when the last central unsubscribes (or the link drops).
-            guard let self, let record else { return }
-            record.notifySocket = nil
-            self.subscriptionEnded(record)
-        })
-        guard let made else {
+        guard let made = try? SeqPacketSocket.makePair() else {
             return call.fail(name: BlueZ.ErrorName.failed, message: "socketpair failed")
         }
+        // bluetoothd writes nothing into it: the reader is there to hear the hang-up.
+        made.ours.startReading { [weak self, weak record] received in
+            guard case .peerClosed = received, let self, let record else { return }
+            self.notifySocketClosed(record)
+        }
         record.notifySocket = made.ours
-        call.reply([.unixFD(made.theirs), .uint16(UInt16(clamping: mtu))])
+        call.reply([.unixFD(UnixFileDescriptor(adopting: made.theirs)), .uint16(UInt16(clamping: mtu))])
         subscriptionStarted(record, central: central)
+    }
+
+    /// bluetoothd closed its end of `record`'s AcquireNotify socket: it does so when the last
+    /// central unsubscribes (or the link drops).
+    @BleLoop func notifySocketClosed(_ record: ExportedCharacteristic) {
+        record.notifySocket?.close()
+        record.notifySocket = nil
+        subscriptionEnded(record)
     }
 }

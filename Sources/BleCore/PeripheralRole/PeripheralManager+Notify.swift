@@ -130,13 +130,14 @@ extension PeripheralManager {
             switch socket.send(value) {
             case .sent:
                 return true
-            case .full:
+            case .wouldBlock:
                 flow.waiting = true
-                socket.whenWritable { [weak self] in self?.becameReady() }
+                // A hang-up alone is the reader's to report.
+                socket.whenWritable { [weak self] events in if events.contains(.writable) { self?.becameReady() } }
                 return false
-            case .closed:
+            case .peerClosed, .failed:
                 // bluetoothd hung up between the subscription and now: fall back to the bus.
-                break
+                if socket.isOpen { notifySocketClosed(record) }
             }
         }
         guard flow.outstanding < options.notificationWindow else {

@@ -19,8 +19,11 @@ final class ApplicationPeripheral: SimGattServer {
     /// `WriteAcquired` / `NotifyAcquired` property): bluetoothd 5.66 then uses a socket.
     private var acquireWriteHandles: Set<UInt16> = []
     private var acquireNotifyHandles: Set<UInt16> = []
-    private var writeSockets: [UInt16: ApplicationSocket] = [:]
-    private var notifySockets: [UInt16: ApplicationSocket] = [:]
+    /// bluetoothd's ends of the sockets the app handed over with `AcquireWrite`/`AcquireNotify`:
+    /// write commands go in, notifications come out; closing one is how bluetoothd tells the
+    /// app it is done.
+    private var writeSockets: [UInt16: SeqPacketSocket] = [:]
+    private var notifySockets: [UInt16: SeqPacketSocket] = [:]
     /// Write commands that arrived while an `AcquireWrite` was on its way.
     private var pendingWrites: [UInt16: [Data]] = [:]
 
@@ -233,7 +236,11 @@ final class ApplicationPeripheral: SimGattServer {
     }
 
     private func writeThroughSocket(handle: UInt16, path: ObjectPath, value: Data, link: SimLink) {
-        if let socket = writeSockets[handle], socket.isOpen { return socket.send(value) }
+        if let socket = writeSockets[handle], socket.isOpen {
+            // A full socket drops it, as bluetoothd does.
+            _ = socket.send(value)
+            return
+        }
         if pendingWrites[handle] != nil { pendingWrites[handle]?.append(value); return }
         pendingWrites[handle] = [value]
         guard let connection else { return }
@@ -242,8 +249,8 @@ final class ApplicationPeripheral: SimGattServer {
             BleLoop.assumeIsolated { [weak self] in
                 guard let self else { return }
                 let queued = self.pendingWrites.removeValue(forKey: handle) ?? []
-                guard case .success(let body) = result, case .unixFD(let handleValue)? = body.first,
-                      let socket = ApplicationSocket(handleValue, onPacket: nil, onClose: { [weak self] in self?.writeSockets[handle] = nil }) else {
+                guard case .success(let body) = result, case .unixFD(let handed)? = body.first, let descriptor = handed.take(),
+                      let socket = try? SeqPacketSocket(adopting: descriptor) else {
                     // The app would not hand a socket over: the writes go through WriteValue.
                     self.acquireWriteHandles.remove(handle)
                     for data in queued {
@@ -253,8 +260,11 @@ final class ApplicationPeripheral: SimGattServer {
                     }
                     return
                 }
+                socket.startReading { [weak self] received in
+                    if case .peerClosed = received { self?.writeSockets[handle] = nil }
+                }
                 self.writeSockets[handle] = socket
-                for data in queued { socket.send(data) }
+                for data in queued { _ = socket.send(data) }
             }
         }
     }
@@ -268,14 +278,20 @@ final class ApplicationPeripheral: SimGattServer {
                         member: BlueZ.GattCharacteristic1.Method.acquireNotify, arguments: [options(for: link, offset: nil)]) { result in
             BleLoop.assumeIsolated { [weak self] in
                 guard let self else { return }
-                guard case .success(let body) = result, case .unixFD(let handleValue)? = body.first,
-                      let socket = ApplicationSocket(handleValue, onPacket: { [weak self] value in
-                          guard let self else { return }
-                          for link in self.links where link.subscriptions.contains(handle) {
-                              link.sendNotification(handle: handle, value: Data(value.prefix(Int(link.mtu) - 3)))
-                          }
-                      }, onClose: { [weak self] in self?.notifySockets[handle] = nil }) else { return }
+                guard case .success(let body) = result, case .unixFD(let handed)? = body.first, let descriptor = handed.take(),
+                      let socket = try? SeqPacketSocket(adopting: descriptor) else { return }
                 guard self.notifying.contains(handle) else { return socket.close() }
+                socket.startReading { [weak self] received in
+                    guard let self else { return }
+                    switch received {
+                    case .packet(let value):
+                        for link in self.links where link.subscriptions.contains(handle) {
+                            link.sendNotification(handle: handle, value: Data(value.prefix(Int(link.mtu) - 3)))
+                        }
+                    case .tooLong: break
+                    case .peerClosed: self.notifySockets[handle] = nil
+                    }
+                }
                 self.notifySockets[handle] = socket
             }
         }

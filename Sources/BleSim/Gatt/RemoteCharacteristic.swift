@@ -16,8 +16,9 @@ final class RemoteCharacteristic {
     /// The `Notifying` of the sessions: bluetoothd sets it once the CCCD is written, so a
     /// session started while disconnected leaves it false until the next connection.
     private var sessionsNotifying = false
-    private var notifyAcquired: AcquiredSocket?
-    private var writeAcquired: AcquiredSocket?
+    /// Our ends of the `AcquireNotify`/`AcquireWrite` socket pairs, as bluetoothd's `socketpair`.
+    private var notifyAcquired: SeqPacketSocket?
+    private var writeAcquired: SeqPacketSocket?
     private var writeInFlight = false
     private var pendingRead: (offset: UInt16, calls: [IncomingCall])?
 
@@ -252,13 +253,16 @@ final class RemoteCharacteristic {
         guard notifyAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.notifyAcquired) }
         guard notifySessions.isEmpty else { return BlueZError.inProgress(call) }
         guard device.isConnected, let link = device.link else { return BlueZError.notConnected(call) }
-        guard let pair = AcquiredSocket.make(onClose: { [weak self] in self?.notifySocketClosed() }, onPacket: nil) else {
+        guard let pair = try? SeqPacketSocket.makePair() else {
             return BlueZError.failed(call, BlueZ.ErrorMessage.socketFailed)
+        }
+        pair.ours.startReading { [weak self] received in
+            if case .peerClosed = received { self?.notifySocketClosed() }
         }
         notifyAcquired = pair.ours
         link.server.subscriptionChanged(handle: layout.valueHandle, enabled: true, link: link)
         changed([BlueZ.GattCharacteristic1.notifyAcquired.name, BlueZ.GattCharacteristic1.notifying.name])
-        call.reply([.unixFD(pair.theirs), .uint16(link.mtu)])
+        call.reply([.unixFD(UnixFileDescriptor(adopting: pair.theirs)), .uint16(link.mtu)])
     }
 
     private func notifySocketClosed() {
@@ -273,13 +277,19 @@ final class RemoteCharacteristic {
         guard layout.has(BlueZ.GattFlag.writeWithoutResponse) else { return BlueZError.notSupported(call) }
         guard writeAcquired == nil else { return BlueZError.notPermitted(call, BlueZ.ErrorMessage.writeAcquired) }
         guard device.isConnected, let link = device.link else { return BlueZError.notConnected(call) }
-        guard let pair = AcquiredSocket.make(onClose: { [weak self] in self?.writeSocketClosed() },
-                                             onPacket: { [weak self] packet in self?.sendCommand(packet) }) else {
+        guard let pair = try? SeqPacketSocket.makePair() else {
             return BlueZError.failed(call, BlueZ.ErrorMessage.socketFailed)
+        }
+        pair.ours.startReading { [weak self] received in
+            switch received {
+            case .packet(let packet): self?.sendCommand(packet)
+            case .tooLong: break
+            case .peerClosed: self?.writeSocketClosed()
+            }
         }
         writeAcquired = pair.ours
         changed([BlueZ.GattCharacteristic1.writeAcquired.name])
-        call.reply([.unixFD(pair.theirs), .uint16(link.mtu)])
+        call.reply([.unixFD(UnixFileDescriptor(adopting: pair.theirs)), .uint16(link.mtu)])
     }
 
     private func writeSocketClosed() {
@@ -328,7 +338,8 @@ final class RemoteCharacteristic {
     func notification(_ data: Data, link: SimLink) {
         if layout.has(BlueZ.GattFlag.indicate) && !layout.has(BlueZ.GattFlag.notify) { link.server.confirmed(handle: layout.valueHandle, link: link) }
         if let socket = notifyAcquired {
-            socket.send(data)
+            // A full socket drops it, as a slow reader would lose notifications.
+            _ = socket.send(data)
             return
         }
         guard !notifySessions.isEmpty else { return }
