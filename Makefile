@@ -4,7 +4,7 @@ SWIFT_BUILD_FLAGS ?=
 # Tests run serially within one process by default; Swift Testing parallelises across cores.
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: bootstrap build docs check-docs check-conversions check-bluez-names test test-tsan test-sanitizers fuzz soak bench-stall test-bluez demo bench bench-roundtrip clean
+.PHONY: bootstrap build docs check-docs check-conversions check-bluez-names check-raw-closes test test-tsan test-sanitizers fuzz soak bench-stall test-bluez demo bench bench-roundtrip clean
 
 bootstrap:
 	@./scripts/bootstrap
@@ -26,7 +26,12 @@ check-conversions:
 check-bluez-names:
 	@./scripts/check-bluez-names
 
-test: bootstrap check-docs check-conversions check-bluez-names
+# Issue 27: a descriptor is closed by the type that owns it (SeqPacketSocket, UnixFileDescriptor),
+# never by a raw close(2) elsewhere (reviewed exceptions in scripts/raw-closes.allowed); no build.
+check-raw-closes:
+	@./scripts/check-raw-closes
+
+test: bootstrap check-docs check-conversions check-bluez-names check-raw-closes
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	@# Every code block of README.md, docs/, the DocC catalogs and the READMEs compiles against
 	@# the modules just built (a few seconds; the script's header lists the snippet markers).

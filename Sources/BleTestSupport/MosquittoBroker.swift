@@ -1,3 +1,4 @@
+import BleDBus
 import Foundation
 import Glibc
 
@@ -128,15 +129,17 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// A port nobody listens on now, chosen by the kernel.
     public static func freePort() throws -> Int32 {
         let bound = try boundLoopbackSocket()
-        close(bound.descriptor)
+        bound.socket.close()
         return bound.port
     }
 
-    /// A TCP socket bound to 127.0.0.1 on a port the kernel chose, and that port; the caller
-    /// owns (and closes) the descriptor.
-    public static func boundLoopbackSocket() throws -> (descriptor: Int32, port: Int32) {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw POSIXError(.EMFILE) }
+    /// A TCP socket bound to 127.0.0.1 on a port the kernel chose, and that port; the socket
+    /// closes when its owner is released.
+    public static func boundLoopbackSocket() throws -> (socket: UnixFileDescriptor, port: Int32) {
+        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        let owned = UnixFileDescriptor(adopting: descriptor)
+        let socket = owned.rawValue
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -144,14 +147,11 @@ public final class MosquittoBroker: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0 else {
-            close(socket)
-            throw POSIXError(.EADDRINUSE)
-        }
+        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
         }
-        return (socket, Int32(UInt16(bigEndian: address.sin_port)))
+        return (owned, Int32(UInt16(bigEndian: address.sin_port)))
     }
 }

@@ -132,19 +132,15 @@ struct GatewayBrokerOutageTests {
 /// A loopback port that completes TCP handshakes (the kernel's backlog) and never reads.
 final class SilentListener {
     let port: Int32
-    private let socket: Int32
+    /// Closes with the listener.
+    private let socket: UnixFileDescriptor
 
     init() throws {
         let bound = try MosquittoBroker.boundLoopbackSocket()
-        guard listen(bound.descriptor, 16) == 0 else {
-            close(bound.descriptor)
-            throw POSIXError(.EADDRINUSE)
-        }
-        socket = bound.descriptor
+        guard listen(bound.socket.rawValue, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        socket = bound.socket
         port = bound.port
     }
-
-    deinit { close(socket) }
 }
 
 /// The built `blekit`, next to the test bundle (`swift build --build-tests` builds it).
