@@ -199,6 +199,13 @@ package final class SeqPacketSocket {
 
     // MARK: Closing
 
+    /// Stops reading and keeps the descriptor open, so that its next owner can `startReading`
+    /// with a handler of its own.
+    package func stopReading() {
+        readWatch?.cancel()
+        readWatch = nil
+    }
+
     /// Stops the watches and closes the descriptor (the peer sees the hang-up). Idempotent.
     package func close() {
         readWatch?.cancel()

@@ -119,6 +119,17 @@ struct SharedBusSessionTests {
     /// session per D-Bus sender in bluetoothd): each gets every value once, one's unsubscribe
     /// leaves the other's notifications on, and both go on after the link drops.
     @Test func twoCentralsSubscribedToOneCharacteristicEachGetEveryValueOnce() async throws {
+        try await twoCentralsEachGetEveryValueOnce(overStartNotify: true)
+    }
+
+    /// The same over AcquireNotify: bluetoothd hands out one socket per characteristic (a
+    /// second AcquireNotify or StartNotify is refused "Notify acquired"), so the second central
+    /// rides the first's socket, and inherits it, open, when the first unsubscribes.
+    @Test func twoCentralsShareOneAcquiredSocketAndEachGetEveryValueOnce() async throws {
+        try await twoCentralsEachGetEveryValueOnce(overStartNotify: false)
+    }
+
+    private func twoCentralsEachGetEveryValueOnce(overStartNotify: Bool) async throws {
         let prefixes: [UInt8] = [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6]
         let rules = prefixes.map { prefix in
             BehaviourRule(.write(characteristic: Sample.full("ff01"), prefix: Data([prefix])),
@@ -132,9 +143,11 @@ struct SharedBusSessionTests {
         let two = try await second.connected()
         let first = bench.characteristic(one, Sample.notify)
         let other = second.characteristic(two, Sample.notify)
-        try await Self.subscribe(bench, one, first)
-        try await Self.subscribe(second, two, other)
-        #expect(bench.trace(BlueZ.GattCharacteristic1.Method.startNotify) == 1, "bluetoothd keeps one notify session per sender")
+        try await Self.subscribe(bench, one, first, overStartNotify: overStartNotify)
+        try await Self.subscribe(second, two, other, overStartNotify: overStartNotify)
+        let enable = overStartNotify ? BlueZ.GattCharacteristic1.Method.startNotify : BlueZ.GattCharacteristic1.Method.acquireNotify
+        #expect(bench.trace(enable) == 1, "bluetoothd keeps one notify session per sender, and one socket per characteristic")
+        #expect(bench.trace(overStartNotify ? BlueZ.GattCharacteristic1.Method.acquireNotify : BlueZ.GattCharacteristic1.Method.startNotify) == 0)
 
         var sent: [UInt8] = []
         func send(_ prefix: UInt8, expecting receivers: [(Bench, Characteristic)]) async throws {
@@ -161,13 +174,14 @@ struct SharedBusSessionTests {
             return false
         }
         #expect(bench.trace(BlueZ.GattCharacteristic1.Method.stopNotify) == 0, "one central's unsubscribe ended the other's notify session")
+        #expect(bench.trace(enable) == 1, "the socket or session was not handed over: it was asked for again")
         let afterUnsubscribe = (bench.recorder.mark, second.recorder.mark)
         try await send(0xA2, expecting: [(second, other)])
         // A value after it, so a stray 0xA2 to the first would have arrived by now.
         try await send(0xA3, expecting: [(second, other)])
         #expect(Self.values(of: first, in: bench.recorder.events[afterUnsubscribe.0...]).isEmpty)
         #expect(Self.values(of: other, in: second.recorder.events[afterUnsubscribe.1...]) == [0xA2, 0xA3])
-        try await Self.subscribe(bench, one, first)
+        try await Self.subscribe(bench, one, first, overStartNotify: overStartNotify)
 
         // The link drops under both; each reconnects and subscribes again (a subscription ends
         // with its link, as on iOS), and bluetoothd's own re-enabling must not double a value.
@@ -183,8 +197,8 @@ struct SharedBusSessionTests {
         try await second.resolve(two)
         let firstAgain = bench.characteristic(one, Sample.notify)
         let otherAgain = second.characteristic(two, Sample.notify)
-        try await Self.subscribe(bench, one, firstAgain)
-        try await Self.subscribe(second, two, otherAgain)
+        try await Self.subscribe(bench, one, firstAgain, overStartNotify: overStartNotify)
+        try await Self.subscribe(second, two, otherAgain, overStartNotify: overStartNotify)
         let afterReconnect = (bench.recorder.mark, second.recorder.mark)
         try await send(0xA4, expecting: [(bench, firstAgain), (second, otherAgain)])
         try await send(0xA5, expecting: [(bench, firstAgain), (second, otherAgain)])
@@ -202,8 +216,9 @@ struct SharedBusSessionTests {
         return second
     }
 
-    private static func subscribe(_ bench: Bench, _ peripheral: Peripheral, _ characteristic: Characteristic) async throws {
-        characteristic.prefersStartNotify = true
+    private static func subscribe(_ bench: Bench, _ peripheral: Peripheral, _ characteristic: Characteristic,
+                                  overStartNotify: Bool) async throws {
+        characteristic.prefersStartNotify = overStartNotify
         let mark = bench.recorder.mark
         peripheral.setNotifyValue(true, for: characteristic)
         try await bench.await("notifications on \(characteristic.uuid)", since: mark) {

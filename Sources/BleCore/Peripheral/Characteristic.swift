@@ -34,6 +34,8 @@ public class Characteristic: Attribute, @unchecked Sendable {
     /// re-arms it on reconnect (bleak #2002), so it is reused while wanted and released
     /// (StopNotify) when not.
     @BleLoop var holdsStartSession = false
+    /// The process's shared AcquireNotify socket this characteristic owns or rides.
+    @BleLoop var notifyShare: AcquiredNotifyShare?
     /// AcquireNotify's socket closed while the link stayed up (bleak #1885): StartNotify from now.
     @BleLoop var acquireFailed = false
     @BleLoop var writer = WriteChannel()

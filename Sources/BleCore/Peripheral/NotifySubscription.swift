@@ -23,6 +23,9 @@ final class NotifySubscription {
         case acquired(SeqPacketSocket)
         /// Notifications come as `PropertiesChanged(Value)`.
         case started
+        /// Notifications come from the socket another manager of the process acquired
+        /// (`AcquiredNotifyShare`): bluetoothd gives one socket per characteristic.
+        case riding
         /// Over: link loss, disable, or failure.
         case ended
     }
@@ -40,7 +43,7 @@ final class NotifySubscription {
 
     var isOn: Bool {
         switch state {
-        case .acquired, .started: return true
+        case .acquired, .started, .riding: return true
         case .enabling, .ended: return false
         }
     }
@@ -55,7 +58,7 @@ final class NotifySubscription {
     var acceptsSignals: Bool {
         switch state {
         case .enabling(.start), .started: return true
-        case .enabling(.acquire), .acquired, .ended: return false
+        case .enabling(.acquire), .acquired, .riding, .ended: return false
         }
     }
 
@@ -80,6 +83,19 @@ final class NotifySubscription {
     func switchToStartNotify() {
         releaseSocket()
         if !isEnded { state = .enabling(.start) }
+    }
+
+    /// Rides another manager's socket.
+    func ride() {
+        if !isEnded { state = .riding }
+    }
+
+    /// Ends it without closing its socket, which is returned for its next owner.
+    func handOverSocket() -> SeqPacketSocket? {
+        let socket = self.socket
+        retry = nil
+        state = .ended
+        return socket
     }
 
     func markStarted() {

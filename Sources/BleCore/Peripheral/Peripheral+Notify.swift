@@ -36,10 +36,20 @@ extension Peripheral {
         if let current = characteristic.subscription, current.isOn, current.link == linkGeneration {
             return operation.finish(.success(nil))
         }
-        characteristic.subscription?.end()
+        if let previous = characteristic.subscription {
+            for rider in leaveNotifyShare(characteristic, previous) { rider.peripheral?.lostRide(rider) }
+            previous.end()
+        }
         let useAcquire = characteristic.offersAcquireNotify && !characteristic.prefersStartNotify && !characteristic.acquireFailed
         let subscription = NotifySubscription(link: linkGeneration, path: useAcquire ? .acquire : .start)
         characteristic.subscription = subscription
+        if useAcquire, let share = session.bus?.acquiredNotify(characteristic.path), share.owner.characteristic !== characteristic {
+            // Another manager of the process holds the socket: bluetoothd would refuse a second.
+            subscription.ride()
+            share.add(AcquiredNotifyShare.Member(peripheral: self, characteristic: characteristic, subscription: subscription))
+            characteristic.notifyShare = share
+            return operation.finish(.success(nil))
+        }
         if useAcquire {
             acquireNotify(characteristic, subscription, operation)
         } else {
@@ -136,8 +146,13 @@ extension Peripheral {
     }
 
     /// Reads the subscription's notifications from `socket`, which the subscription now owns.
-    @BleLoop func adoptNotifySocket(_ socket: SeqPacketSocket, _ characteristic: Characteristic, _ subscription: NotifySubscription) {
+    @BleLoop func adoptNotifySocket(_ socket: SeqPacketSocket, _ characteristic: Characteristic, _ subscription: NotifySubscription,
+                                    inheriting share: AcquiredNotifyShare? = nil) {
         subscription.adopt(socket)
+        if let bus = session.bus, !subscription.isEnded {
+            let owner = AcquiredNotifyShare.Member(peripheral: self, characteristic: characteristic, subscription: subscription)
+            characteristic.notifyShare = bus.ownAcquiredNotify(characteristic.path, owner, existing: share)
+        }
         // The loop's shared records: each wake-up takes every record waiting, up to the
         // budget, in one system call (recvmmsg), and copies them all out before delivering.
         socket.startReading { [weak self, weak characteristic, weak subscription] received in
@@ -145,6 +160,8 @@ extension Peripheral {
             switch received {
             case .packet(let value):
                 self.deliverNotification(value, characteristic)
+                // Other managers of the process riding this socket (rarely any: one check).
+                if let share = characteristic.notifyShare, share.hasRiders { share.deliverToRiders(value) }
             case .tooLong:
                 // Not reported by the shared records, whose records hold any ATT value.
                 break
@@ -161,17 +178,54 @@ extension Peripheral {
         // (bleak #1885). Fall back to StartNotify at once so nothing is missed; if the link is
         // going down, link loss ends this subscription and its late reply is ignored.
         guard isLinkUp, deviceProperties?[BlueZ.Device1.connected] == true else {
+            // The link is going: the riders' subscriptions end with it.
+            leaveNotifyShare(characteristic, subscription)
             subscription.end()
             characteristic.subscription = nil
             return
         }
         BleLog.warning("AcquireNotify socket of \(characteristic.path) closed while connected; falling back to StartNotify")
+        let riders = leaveNotifyShare(characteristic, subscription)
+        subscription.switchToStartNotify()
+        startNotify(characteristic, subscription, nil)
+        for rider in riders { rider.peripheral?.lostRide(rider) }
+    }
+
+    /// The socket this rider rode closed on a live link: StartNotify, shared with the former
+    /// owner's fallback (one session per client in bluetoothd).
+    @BleLoop func lostRide(_ rider: AcquiredNotifyShare.Member) {
+        guard let characteristic = rider.characteristic, let subscription = rider.subscription, rider.isLive else { return }
+        characteristic.notifyShare = nil
         subscription.switchToStartNotify()
         startNotify(characteristic, subscription, nil)
     }
 
+    /// Takes `characteristic` out of its AcquireNotify share before its `subscription` ends:
+    /// a rider just leaves; an owner whose riders live on hands them the socket, open (true
+    /// then, and the caller must not close it); an owner whose socket is gone returns its
+    /// riders, for the caller to move elsewhere.
+    @BleLoop @discardableResult
+    private func leaveNotifyShare(_ characteristic: Characteristic, _ subscription: NotifySubscription) -> [AcquiredNotifyShare.Member] {
+        guard let share = characteristic.notifyShare else { return [] }
+        characteristic.notifyShare = nil
+        guard share.owner.holds(subscription) else {
+            share.remove(subscription)
+            return []
+        }
+        session.bus?.dropAcquiredNotify(share)
+        guard let socket = subscription.socket, socket.isOpen else { return share.takeRiders() }
+        guard let heir = share.promoteHeir(), let peripheral = heir.peripheral, let heirCharacteristic = heir.characteristic,
+              let heirSubscription = heir.subscription else { return [] }
+        // The socket changes hands open: bluetoothd sees no hang-up, and no packet is lost.
+        _ = subscription.handOverSocket()
+        socket.stopReading()
+        peripheral.adoptNotifySocket(socket, heirCharacteristic, heirSubscription, inheriting: share)
+        return []
+    }
+
     @BleLoop private func disableNotify(_ characteristic: Characteristic, _ operation: GattOperation) {
         let subscription = characteristic.subscription
+        if let subscription { leaveNotifyShare(characteristic, subscription) }
         subscription?.end()
         characteristic.subscription = nil
         guard characteristic.holdsStartSession else {
@@ -239,6 +293,10 @@ extension Peripheral {
     /// Ends a characteristic's subscription and releases a StartNotify session we hold:
     /// bluetoothd would otherwise keep it and re-arm it on the next connection (bleak #2002).
     @BleLoop func endSubscription(_ characteristic: Characteristic, releaseSession: Bool = true) {
+        if let subscription = characteristic.subscription {
+            // Riders on another link state (a manager closing on a live link) keep the socket.
+            for rider in leaveNotifyShare(characteristic, subscription) { rider.peripheral?.lostRide(rider) }
+        }
         characteristic.subscription?.end()
         characteristic.subscription = nil
         if characteristic.holdsStartSession {

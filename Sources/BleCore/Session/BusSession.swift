@@ -41,6 +41,8 @@ final class BusSession {
     /// Object trees clients export for bluetoothd alone to call (see `acceptCallsOnlyFromBlueZ`).
     private var exportRoots: [ObjectIdentifier: [ObjectPath]] = [:]
     private var notifySessions: [ObjectPath: SenderClaim] = [:]
+    /// AcquireNotify sockets held by a client of this session, shared with the others.
+    private var acquiredNotify: [ObjectPath: AcquiredNotifyShare] = [:]
 
     private init(key: String) {
         self.key = key
@@ -249,6 +251,7 @@ final class BusSession {
         for claim in notifySessions.values { claim.forget(reason) }
         discoveries.removeAll()
         notifySessions.removeAll()
+        acquiredNotify.removeAll()
     }
 
     // MARK: Notifications (the hot path)
@@ -305,6 +308,30 @@ final class BusSession {
         })
         notifySessions[path] = claim
         return claim
+    }
+
+    /// The share of the AcquireNotify socket a client holds for the characteristic at `path`,
+    /// when its owner still holds it on a live link.
+    func acquiredNotify(_ path: ObjectPath) -> AcquiredNotifyShare? {
+        guard let share = acquiredNotify[path] else { return nil }
+        guard share.owner.isLive else {
+            acquiredNotify.removeValue(forKey: path)
+            return nil
+        }
+        return share
+    }
+
+    /// Makes `owner` the holder of the socket of `path`: a new share, or `existing` (a share
+    /// handed over with its riders).
+    func ownAcquiredNotify(_ path: ObjectPath, _ owner: AcquiredNotifyShare.Member, existing: AcquiredNotifyShare?) -> AcquiredNotifyShare {
+        let share = existing ?? AcquiredNotifyShare(path: path, owner: owner)
+        acquiredNotify[path] = share
+        return share
+    }
+
+    /// Forgets `share` (its socket closed).
+    func dropAcquiredNotify(_ share: AcquiredNotifyShare) {
+        if acquiredNotify[share.path] === share { acquiredNotify.removeValue(forKey: share.path) }
     }
 
     /// Calls a BlueZ method for the session itself (a claim's call); `completion` runs on the

@@ -7,11 +7,22 @@ import Foundation
 /// stops, and across a link loss after which bluetoothd re-enables its notify session by
 /// itself (the quirk bleak avoids by giving every client a connection of its own).
 enum SharedSessionScenarios {
-    static let all: [IntegrationScenario] = [twoCentralsOneNotifySession]
+    static let all: [IntegrationScenario] = [twoCentralsOneNotifySession, twoCentralsOneNotifySocket]
 
     static let twoCentralsOneNotifySession = IntegrationScenario(
         "notify.twoCentralsOneSession", "Two CentralManagers of one process, one bus connection, both subscribed to one characteristic (StartNotify): each gets every notification once, one's unsubscribe leaves the other's on, and both do again after a link loss and reconnect."
     ) { context in
+        try await twoCentrals(context, overStartNotify: true)
+    }
+
+    static let twoCentralsOneNotifySocket = IntegrationScenario(
+        "notify.twoCentralsOneSocket", "Two CentralManagers of one process subscribed to one characteristic over AcquireNotify (one socket per characteristic in bluetoothd): the second rides the first's socket and inherits it on the first's unsubscribe; each gets every notification once, also after a link loss."
+    ) { context in
+        try await twoCentrals(context, overStartNotify: false)
+    }
+
+    @BleLoop
+    static func twoCentrals(_ context: ScenarioContext, overStartNotify: Bool) async throws {
         let peer = try await context.peer()
         let first = try await context.central()
         let second = try await context.central()
@@ -22,7 +33,7 @@ enum SharedSessionScenarios {
         try context.expect(try await context.connect(first, one) == nil, "connect failed")
         try await context.resolve(one)
         let two = try await secondPeripheral(context, second, label: "second central")
-        var responses = try await subscribeBoth(context, one, two, label: "")
+        var responses = try await subscribeBoth(context, one, two, overStartNotify: overStartNotify)
 
         try await burst(context, from: one, count: 10, hearing: [("first", responses.0), ("second", responses.1)], label: "both subscribed")
 
@@ -44,7 +55,7 @@ enum SharedSessionScenarios {
         try await context.resolve(one)
         try context.expect(try await context.connect(second, two, label: "second reconnect") == nil, "the second central's reconnect failed")
         try await context.resolve(two)
-        responses = try await subscribeBoth(context, one, two, label: " after the reconnect")
+        responses = try await subscribeBoth(context, one, two, overStartNotify: overStartNotify)
         try await burst(context, from: one, count: 20, hearing: [("first", responses.0), ("second", responses.1)], label: "after the reconnect")
 
         try await context.setNotify(one, false, responses.0)
@@ -68,15 +79,16 @@ enum SharedSessionScenarios {
         return peripheral
     }
 
-    /// Both centrals turn notifications on for the response characteristic over StartNotify.
+    /// Both centrals turn notifications on for the response characteristic, over StartNotify
+    /// or AcquireNotify.
     @BleLoop
-    static func subscribeBoth(_ context: ScenarioContext, _ one: Peripheral, _ two: Peripheral, label: String)
+    static func subscribeBoth(_ context: ScenarioContext, _ one: Peripheral, _ two: Peripheral, overStartNotify: Bool)
         async throws -> (Characteristic, Characteristic) {
         let first = try context.characteristic(one, PeerProtocol.response)
         let second = try context.characteristic(two, PeerProtocol.response)
         try context.expect(first !== second, "the two centrals share a Characteristic object")
-        first.prefersStartNotify = true
-        second.prefersStartNotify = true
+        first.prefersStartNotify = overStartNotify
+        second.prefersStartNotify = overStartNotify
         try await context.setNotify(one, true, first)
         try await context.setNotify(two, true, second)
         return (first, second)
