@@ -80,11 +80,13 @@ test-sanitizers: bootstrap
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan $(SWIFT_TEST_FLAGS)
 
 # How long a hostile org.bluez (huge replies, signal floods) blocks the loop; bounded, not a test.
+# The benchmarks are a package of their own beside the library (Benchmarks/Package.swift).
 bench-stall: bootstrap
-	$(SWIFT) build -c release --product LoopStallBenchmark --scratch-path .build/bench $(SWIFT_BUILD_FLAGS)
-	$$($(SWIFT) build -c release --product LoopStallBenchmark --scratch-path .build/bench --show-bin-path)/LoopStallBenchmark
+	$(SWIFT) build --package-path Benchmarks -c release --product LoopStallBenchmark --scratch-path .build/bench $(SWIFT_BUILD_FLAGS)
+	$$($(SWIFT) build --package-path Benchmarks -c release --product LoopStallBenchmark --scratch-path .build/bench --show-bin-path)/LoopStallBenchmark
 
-# Each libFuzzer target for FUZZ_SECONDS (default 60); crashes land in Fuzz/Crashes/.
+# Each libFuzzer target for FUZZ_SECONDS (default 60); crashes land in Fuzz/Crashes/. The driver
+# is a package of its own beside the library (Fuzz/Package.swift).
 fuzz: bootstrap
 	./Fuzz/run
 

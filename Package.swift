@@ -73,7 +73,8 @@ let package = Package(
         .target(name: "BleTestSupport", dependencies: ["BleDBus", "BleSim", "BlueZVocabulary"]),
 
         // The command-line tool: what ships depends on the libraries and BleSim only.
-        // blekit's command-line parser, a library so that the fuzz driver can reach it.
+        // blekit's command-line parser, a target of its own so that the fuzz harness (compiled into
+        // BleReliabilityTests here, and by the Fuzz package) can reach it.
         .target(name: "BlekitCLI", dependencies: ["BleCore"]),
         .executableTarget(name: "blekit", dependencies: ["BlekitCLI", "BleDBus", "BleSim", "BleCore", "BleAssignedNumbers", "BleGateway"]),
 
@@ -114,26 +115,6 @@ let package = Package(
         .target(name: "BleIntegration", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleDBus", "BleSim", "BleTestSupport", "BlueZVocabulary"]),
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
 
-        // Benchmarks (make bench, Benchmarks/run).
-        // Spawning and reading the C baselines, shared by the benchmarks.
-        .target(name: "BenchmarkSupport", path: "Benchmarks/Support"),
-        .executableTarget(name: "SimulatorBenchmark", dependencies: ["BleDBus", "BleSim", "BleTestSupport"],
-                          path: "Benchmarks/SimulatorBenchmark"),
-        .executableTarget(name: "BleDBusBenchmark", dependencies: ["BleDBus", "BleTestSupport", "BenchmarkSupport"],
-                          path: "Benchmarks/BleDBusBenchmark"),
-        .executableTarget(name: "RoundTripBenchmark", dependencies: ["BleCore", "BleDSL", "BleDBus", "BleSim", "BleTestSupport", "BenchmarkSupport"],
-                          path: "Benchmarks/RoundTripBenchmark"),
-        // Issue 16: how long a hostile org.bluez can block the loop (make bench-stall).
-        .executableTarget(name: "LoopStallBenchmark", dependencies: ["BleCore", "BleDBus", "BleTestSupport"],
-                          path: "Benchmarks/LoopStallBenchmark"),
-        .executableTarget(name: "GatewayBenchmark", dependencies: ["BleGateway", "BleSim", "BleTestSupport", "BleDBus", "BenchmarkSupport"],
-                          path: "Benchmarks/GatewayBenchmark"),
-
-        // Fuzzing (make fuzz).
-        // The parsers libFuzzer drives; the driver replays inputs when built without -DBLEKIT_FUZZING.
-        .target(name: "BleFuzzTargets", dependencies: ["BleCore", "BleDBus", "BleDSL", "BleSim", "BleGateway", "BlekitCLI"], path: "Fuzz/Targets"),
-        .executableTarget(name: "blekit-fuzz", dependencies: ["BleFuzzTargets"], path: "Fuzz/Driver"),
-
         // Tests, in the order of the layers they test.
         .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
         // The benchmark lane's hot-path shortcuts against the general code they bypass.
@@ -164,7 +145,11 @@ let package = Package(
         .testTarget(name: "DocSnippetTests", dependencies: ["BleTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleCore", "BleDBus", "BleTestSupport"], exclude: ["Parity"]),
         // Issue 16: the fault matrix, hostile peers, bad input and the fuzzers' regression inputs.
-        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleSim", "BleTestSupport", "BleDBus", "BleFuzzTargets"]),
+        // The fuzz harness (Fuzz/Targets, through the symbolic link FuzzTargets) is compiled into
+        // this target, so make test replays Fuzz/Regressions/ without a module of its own; the Fuzz
+        // package (Fuzz/Package.swift, make fuzz) compiles the same files into its libFuzzer driver.
+        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleSim", "BleTestSupport", "BleDBus",
+                                                              "BleGateway", "BlekitCLI"]),
     ],
     swiftLanguageModes: [.v6]
 )

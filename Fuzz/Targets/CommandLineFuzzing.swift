@@ -1,3 +1,5 @@
+// blekit's parser, a target that is no product: BleReliabilityTests depends on it in BleKit's
+// package, and the Fuzz package compiles its sources as a target of its own (Fuzz/BlekitCLI).
 import BlekitCLI
 import Foundation
 

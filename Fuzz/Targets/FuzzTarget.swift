@@ -1,14 +1,21 @@
-import BleCore
+// The parsers the targets drive are `package`-level (RequestOptions, RequestAdmission, the
+// peripheral's read and write answers, the scanner's advertisement, CommandChunker, the gateway's
+// config commands), not public API. These files are compiled twice: into BleReliabilityTests
+// (BleKit's own package, make test) and into the Fuzz package's blekit-fuzz (make fuzz), another
+// package that reaches them through @testable (its debug build compiles BleKit with
+// -enable-testing), so nothing is made public for the fuzzers.
+@testable import BleCore
 import BleDBus
-import BleDSL
+@testable import BleDSL
 import BleSim
 import Foundation
 
 /// The inputs from outside that BleKit parses, each as one libFuzzer target: bytes in, and
 /// either a typed error or a value out — never a crash, a hang or a broken invariant.
 ///
-/// `make fuzz` runs each under libFuzzer and AddressSanitizer; the inputs that once crashed
-/// are kept under Fuzz/Regressions/<target>/ and replayed by BleReliabilityTests in `make test`.
+/// `make fuzz` runs each under libFuzzer and AddressSanitizer (the Fuzz package's `blekit-fuzz`);
+/// the inputs that once crashed are kept under Fuzz/Regressions/<target>/ and replayed by
+/// BleReliabilityTests in `make test`, into which these files are compiled.
 public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A D-Bus message from the bus (libdbus's wire format), then BlueZ's typed shapes.
     case dbusMessage = "dbus-message"

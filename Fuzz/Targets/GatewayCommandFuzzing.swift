@@ -1,5 +1,6 @@
 import BleCore
-import BleGateway
+// `apply(configCommand:)` and `render(_:)` are package-level (see FuzzTarget.swift).
+@testable import BleGateway
 import Foundation
 
 /// The gateway's doors: an MQTT command payload and the `--commands` file.

@@ -16,10 +16,15 @@ extension FuzzTarget {
         done.wait()
     }
 
-    /// The scenario files of the repository (Scenarios/), read from beside the sources.
+    /// The scenario files of the repository (Scenarios/), found by walking up from this file:
+    /// compiled into BleReliabilityTests it is reached through Tests/BleReliabilityTests/FuzzTargets,
+    /// into the Fuzz package through Fuzz/Targets.
     static var scenarioFiles: [Data] {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Scenarios")
+        var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while folder.path != "/", !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Scenarios").path) {
+            folder.deleteLastPathComponent()
+        }
+        folder.appendPathComponent("Scenarios")
         let files = (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []
         return files.filter { $0.pathExtension == "json" }.sorted { $0.path < $1.path }.compactMap { try? Data(contentsOf: $0) }
     }

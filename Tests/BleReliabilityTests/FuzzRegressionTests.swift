@@ -1,9 +1,9 @@
 import BleDBus
-import BleFuzzTargets
 import Foundation
 import Testing
 
-/// Every input that once crashed a fuzz target (Fuzz/Regressions/<target>/) runs again here.
+/// Every input that once crashed a fuzz target (Fuzz/Regressions/<target>/) runs again here,
+/// through the harness compiled into this target (FuzzTargets, a link to Fuzz/Targets).
 @Suite
 struct FuzzRegressionTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
