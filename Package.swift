@@ -2,6 +2,9 @@
 import PackageDescription
 
 // Products and targets are listed bottom-up: each group only depends on the groups above it.
+// What develops BleKit but does not ship sits beside this package, in packages of their own that
+// depend on it by path: the benchmarks (Benchmarks/Package.swift) and the libFuzzer driver
+// (Fuzz/Package.swift).
 let package = Package(
     name: "BleKit",
     products: [

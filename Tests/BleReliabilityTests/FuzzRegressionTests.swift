@@ -24,5 +24,9 @@ struct FuzzRegressionTests {
         if target == .dbusMessage {
             for seed in target.seeds { #expect(throws: Never.self) { try DBusMessage(wireBytes: seed) } }
         }
+        if target == .scenarioModel {
+            // The harness finds Scenarios/ by walking up from its own file, whichever package compiled it.
+            #expect(!FuzzTarget.scenarioFiles.isEmpty, "the repository's Scenarios/*.json are missing from the scenario-model seeds")
+        }
     }
 }
