@@ -1,6 +1,8 @@
 // blekit's parser, a target that is no product: BleReliabilityTests depends on it in BleKit's
-// package, and the Fuzz package compiles its sources as a target of its own (Fuzz/BlekitCLI).
+// package; the Fuzz package compiles its sources into this module (Fuzz/Package.swift says why).
+#if !BLEKIT_FUZZ_PACKAGE
 import BlekitCLI
+#endif
 import Foundation
 
 /// blekit's command line: the bytes split at NUL into arguments, parsed against the global
