@@ -15,19 +15,20 @@ let package = Package(
         .package(name: "BleKit", path: ".."),
     ],
     targets: [
-        // The parsers libFuzzer drives (Targets/, the harness), with blekit's command-line parser
-        // that the command-line target drives: BleKit's BlekitCLI is a target but no product (it
-        // is blekit's, not the library's), so no other package can depend on it, and its sources
-        // (BlekitCLI, a link to ../Sources/BlekitCLI) are compiled into this module; a target of
-        // that name here would clash with BleKit's. BLEKIT_FUZZ_PACKAGE tells the harness so.
-        // The driver replays inputs when built without -DBLEKIT_FUZZING.
+        // The parsers libFuzzer drives, with blekit's command-line parser that the command-line
+        // target drives. Harness/ holds two links: Targets (../Targets, the harness) and BlekitCLI
+        // (../../Sources/BlekitCLI): BleKit's BlekitCLI is a target but no product (it is blekit's,
+        // not the library's), so no other package can depend on it, and a target of that name here
+        // would clash with BleKit's, so its sources are compiled into this module;
+        // BLEKIT_FUZZ_PACKAGE tells the harness so. The driver replays inputs when built without
+        // -DBLEKIT_FUZZING.
         .target(name: "BleFuzzTargets",
                 dependencies: [
                     .product(name: "BleCore", package: "BleKit"), .product(name: "BleDBus", package: "BleKit"),
                     .product(name: "BleDSL", package: "BleKit"), .product(name: "BleSim", package: "BleKit"),
                     .product(name: "BleGateway", package: "BleKit"),
                 ],
-                path: ".", sources: ["Targets", "BlekitCLI"],
+                path: "Harness",
                 swiftSettings: [.define("BLEKIT_FUZZ_PACKAGE")]),
         .executableTarget(name: "blekit-fuzz", dependencies: ["BleFuzzTargets"], path: "Driver"),
     ],

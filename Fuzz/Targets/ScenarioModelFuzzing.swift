@@ -18,7 +18,7 @@ extension FuzzTarget {
 
     /// The scenario files of the repository (Scenarios/), found by walking up from this file:
     /// compiled into BleReliabilityTests it is reached through Tests/BleReliabilityTests/FuzzTargets,
-    /// into the Fuzz package through Fuzz/Targets.
+    /// into the Fuzz package through Fuzz/Harness/Targets.
     static var scenarioFiles: [Data] {
         var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         while folder.path != "/", !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Scenarios").path) {
