@@ -119,18 +119,18 @@ let package = Package(
         .executableTarget(name: "blekit-integration", dependencies: ["BleIntegration", "BleDBus"]),
 
         // Tests, in the order of the layers they test.
-        .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BleTestSupport"]),
+        .testTarget(name: "BleDBusTests", dependencies: ["BleDBus", "BlueZVocabulary", "BleTestSupport"]),
         // The benchmark lane's hot-path shortcuts against the general code they bypass.
         .testTarget(name: "HotPathTests", dependencies: ["BleDBus"]),
         .testTarget(name: "BlueZVocabularyTests", dependencies: ["BlueZVocabulary", "BleDBus"]),
         .testTarget(name: "BleAssignedNumbersTests", dependencies: ["BleAssignedNumbers"]),
         .testTarget(name: "BleLoggingTests", dependencies: ["BleLogging", "BleCore"]),
-        .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BleSim", "BleTestSupport"]),
-        .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleAsync", "BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "BleSimTests", dependencies: ["BleDBus", "BlueZVocabulary", "BleSim", "BleTestSupport"]),
+        .testTarget(name: "BleCoreTests", dependencies: ["BleCore", "BleAsync", "BleSim", "BleTestSupport", "BleDBus", "BlueZVocabulary"]),
         // The peripheral role (PeripheralManager, the server-side DSL) against BleSim's bridge.
-        .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "PeripheralRoleTests", dependencies: ["BleCore", "BleDSL", "BleSim", "BleTestSupport", "BleDBus", "BlueZVocabulary"]),
         // The pairing agent, pair() and bonds, against BleSim's agent calls on both sides.
-        .testTarget(name: "PairingTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
+        .testTarget(name: "PairingTests", dependencies: ["BleCore", "BleSim", "BleTestSupport", "BleDBus", "BlueZVocabulary"]),
         // Porting behaviours (issue 11): CoreBluetooth and FXBlueTooth shapes, deadlines, threads; runs the template.
         .testTarget(name: "PortingTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
         .testTarget(name: "BleDSLTests", dependencies: ["BleDSL", "BleCore", "BleSim", "BleTestSupport", "BleDBus"]),
@@ -146,12 +146,12 @@ let package = Package(
         .testTarget(name: "ExamplesTests", dependencies: ["BleTestSupport"]),
         // scripts/check-doc-snippets (make test) on fixture documents: good blocks pass, each bad kind fails.
         .testTarget(name: "DocSnippetTests", dependencies: ["BleTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleCore", "BleDBus", "BleTestSupport"], exclude: ["Parity"]),
+        .testTarget(name: "BleIntegrationTests", dependencies: ["BleIntegration", "BleCore", "BleDBus", "BlueZVocabulary", "BleTestSupport"], exclude: ["Parity"]),
         // Issue 16: the fault matrix, hostile peers, bad input and the fuzzers' regression inputs.
         // The fuzz harness (Fuzz/Targets, through the symbolic link FuzzTargets) is compiled into
         // this target, so make test replays Fuzz/Regressions/ without a module of its own; the Fuzz
         // package (Fuzz/Package.swift, make fuzz) compiles the same files into its libFuzzer driver.
-        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleSim", "BleTestSupport", "BleDBus",
+        .testTarget(name: "BleReliabilityTests", dependencies: ["BleCore", "BleDSL", "BleAsync", "BleSim", "BleTestSupport", "BleDBus", "BlueZVocabulary",
                                                               "BleGateway", "BlekitCLI"]),
     ],
     swiftLanguageModes: [.v6]

@@ -22,8 +22,8 @@ let package = Package(
                           path: "SimulatorBenchmark"),
         // BleDBus calls and decoding against libdbus C (Benchmarks/c/dbus_ping.c).
         .executableTarget(name: "BleDBusBenchmark",
-                          dependencies: [.product(name: "BleDBus", package: "BleKit"), .product(name: "BleTestSupport", package: "BleKit"),
-                                         "BenchmarkSupport"],
+                          dependencies: [.product(name: "BleDBus", package: "BleKit"), .product(name: "BlueZVocabulary", package: "BleKit"),
+                                         .product(name: "BleTestSupport", package: "BleKit"), "BenchmarkSupport"],
                           path: "BleDBusBenchmark"),
         // Round trips, ingest, multi-packet responses, restarts, memory and scanning through BleCore
         // and BleDSL against libdbus C (Benchmarks/c/ble_roundtrip.c) and bleak.

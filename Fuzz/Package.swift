@@ -26,7 +26,7 @@ let package = Package(
                 dependencies: [
                     .product(name: "BleCore", package: "BleKit"), .product(name: "BleDBus", package: "BleKit"),
                     .product(name: "BleDSL", package: "BleKit"), .product(name: "BleSim", package: "BleKit"),
-                    .product(name: "BleGateway", package: "BleKit"),
+                    .product(name: "BleGateway", package: "BleKit"), .product(name: "BlueZVocabulary", package: "BleKit"),
                 ],
                 path: "Harness",
                 swiftSettings: [.define("BLEKIT_FUZZ_PACKAGE")]),

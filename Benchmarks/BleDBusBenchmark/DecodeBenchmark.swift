@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// A `GetManagedObjects` reply the size of a busy scan: `devices` devices, each with

@@ -8,6 +8,7 @@
 import BleDBus
 @testable import BleDSL
 import BleSim
+import BlueZVocabulary
 import Foundation
 
 /// The inputs from outside that BleKit parses, each as one libFuzzer target: bytes in, and

@@ -4,6 +4,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// Issue 10: notifications across many link losses and reconnects, on both of BlueZ's paths.
 /// Each cycle connects, discovers, turns notifications on as an iOS app does after every

@@ -2,6 +2,7 @@ import BleDBus
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// The decoder's shortcuts (dictionary types read from the first entry's type codes, strings
 /// reused from earlier messages) and the encoder's (no signature re-parse for plain types,

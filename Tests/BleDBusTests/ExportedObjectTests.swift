@@ -5,6 +5,7 @@ import Foundation
 import FoundationXML
 #endif
 import Testing
+import BlueZVocabulary
 
 /// Objects exported by a connection: dispatch, the standard error replies, `Properties`,
 /// `Introspectable`, `ObjectManager`, and every call answered exactly once.

@@ -2,6 +2,7 @@ import BleDBus
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// Signal subscriptions: matching by path, namespace, interface, member and sender; ending them;
 /// keeping the bus's match rules few; following the owner of a well-known name.

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 import Testing
 

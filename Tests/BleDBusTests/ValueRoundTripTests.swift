@@ -3,6 +3,7 @@ import BleTestSupport
 import Foundation
 import Glibc
 import Testing
+import BlueZVocabulary
 
 /// Values sent as call arguments through a real dbus-daemon to an echo method on a second
 /// connection come back equal.

@@ -4,6 +4,7 @@ import BleCore
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// The UUID in an InterfacesAdded from bluetoothd is outside data: a bad one is not the service
 /// awaited, never a crash (issue 25; it went to `BluetoothUUID(string:)`, which traps).

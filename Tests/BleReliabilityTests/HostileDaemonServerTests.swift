@@ -4,6 +4,7 @@ import BleTestSupport
 import Foundation
 import Glibc
 import Testing
+import BlueZVocabulary
 
 /// Records what a served `PeripheralManager` tells its delegate, as text; answers dynamic
 /// reads at once with `0x2a` and keeps the rest.

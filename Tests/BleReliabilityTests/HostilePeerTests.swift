@@ -5,6 +5,7 @@ import BleTestSupport
 import Foundation
 import Glibc
 import Testing
+import BlueZVocabulary
 
 /// A fake `org.bluez` on a private bus: it answers every call through `answer` (or never),
 /// and emits whatever signals a test tells it to.

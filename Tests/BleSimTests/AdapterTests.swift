@@ -3,6 +3,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// bluez-observed.md § a. adapter: the objects, property order and types, Set/Get behaviour
 /// and the properties errors, error names and messages exactly.

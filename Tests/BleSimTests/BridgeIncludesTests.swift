@@ -3,6 +3,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// What bluetoothd 5.66 makes of a registered application's `Includes` (src/gatt-database.c,
 /// `parse_includes` / `include_services`), as BleSim's bridge mirrors it to the other adapter.

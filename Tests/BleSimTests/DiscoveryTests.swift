@@ -3,6 +3,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// bluez-observed.md § b. discovery: sessions per client, filters, the device objects and
 /// their updates, TemporaryTimeout.

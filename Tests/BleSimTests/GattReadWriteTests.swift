@@ -3,6 +3,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// bluez-observed.md § d. GATT: ReadValue and WriteValue on characteristics and descriptors,
 /// value sizes, per-characteristic concurrency, errors while disconnected.

@@ -3,6 +3,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// A GATT application with one service: a read/write characteristic and a notify one, served by
 /// a second connection the way a BlueZ peripheral app does.

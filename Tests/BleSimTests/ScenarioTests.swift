@@ -3,6 +3,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// JSON scenarios: every shipped file starts, malformed files are refused with an error that
 /// names the place, faults and rules from JSON take effect, and `blekit sim` serves one.

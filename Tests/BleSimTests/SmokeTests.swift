@@ -3,6 +3,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 @BleLoop
 @Test func echoRuleNotifiesWhatWasWritten() async throws {

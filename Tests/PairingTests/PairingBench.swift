@@ -1,5 +1,6 @@
 @testable import BleCore
 import BleDBus
+import BlueZVocabulary
 import BleSim
 import BleTestSupport
 import Foundation

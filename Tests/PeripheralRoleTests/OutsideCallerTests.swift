@@ -4,6 +4,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 /// `dbus-send` from another process, which does not own `org.bluez`, calls the exported
 /// objects; each call is refused with `NotAuthorized` and changes nothing.

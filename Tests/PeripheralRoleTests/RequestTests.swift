@@ -4,6 +4,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Testing
+import BlueZVocabulary
 
 private let emptyOptions = BlueZShapes.propertyDictionary([])
 

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 
 /// A central's discovery filter, as BlueZ's `SetDiscoveryFilter` takes it.
 ///

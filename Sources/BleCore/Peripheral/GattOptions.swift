@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 
 /// The option dictionaries of BlueZ's GATT calls (`ReadValue`, `WriteValue`, `Acquire…`),
 /// built once: each was an array, a map and a boxed variant per call, on every write.

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// An advertisement's exported object and its registration state.

@@ -1,4 +1,5 @@
 import BleDBus
+import BlueZVocabulary
 import Foundation
 
 /// The GATT application: exporting the services' objects, registering them with bluetoothd,

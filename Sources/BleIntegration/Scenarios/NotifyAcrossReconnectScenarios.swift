@@ -1,6 +1,7 @@
 import BleCore
 import BleDBus
 import Foundation
+import BlueZVocabulary
 
 /// Notifications across the commonest real event, a reconnect (issue 10): after the link comes
 /// back, every notification the peer sends arrives exactly once, with its content, and

@@ -4,6 +4,7 @@ import BleTestSupport
 import Foundation
 import Glibc
 import Testing
+import BlueZVocabulary
 
 // Shared vocabulary of the BleSim tests: a peripheral with every kind of characteristic the
 // observed bluetoothd log exercised, the interface names, and fixture helpers that keep the

@@ -1,13 +1,5 @@
+import BleDBus
 import Foundation
-
-/// A property dictionary (`a{sv}`), the shape of every BlueZ property set and option list.
-public typealias PropertyMap = [String: DBusValue]
-
-/// The interfaces of one object with their properties (`a{sa{sv}}`).
-public typealias InterfaceMap = [String: PropertyMap]
-
-/// `GetManagedObjects`'s answer (`a{oa{sa{sv}}}`).
-public typealias ManagedObjects = [ObjectPath: InterfaceMap]
 
 /// Direct readers for the shapes BlueZ uses. They walk the decoded value once; byte payloads
 /// stay the `Data` decoded from the message, never copied again.
