@@ -18,7 +18,7 @@ let package = Package(
         // BleSim: 1,000 advertisers at 100 ms on one core.
         .executableTarget(name: "SimulatorBenchmark",
                           dependencies: [.product(name: "BleDBus", package: "BleKit"), .product(name: "BleSim", package: "BleKit"),
-                                         .product(name: "BleTestSupport", package: "BleKit")],
+                                         .product(name: "BlueZVocabulary", package: "BleKit"), .product(name: "BleTestSupport", package: "BleKit")],
                           path: "SimulatorBenchmark"),
         // BleDBus calls and decoding against libdbus C (Benchmarks/c/dbus_ping.c).
         .executableTarget(name: "BleDBusBenchmark",
@@ -30,12 +30,13 @@ let package = Package(
         .executableTarget(name: "RoundTripBenchmark",
                           dependencies: [.product(name: "BleCore", package: "BleKit"), .product(name: "BleDSL", package: "BleKit"),
                                          .product(name: "BleDBus", package: "BleKit"), .product(name: "BleSim", package: "BleKit"),
-                                         .product(name: "BleTestSupport", package: "BleKit"), "BenchmarkSupport"],
+                                         .product(name: "BlueZVocabulary", package: "BleKit"), .product(name: "BleTestSupport", package: "BleKit"),
+                                         "BenchmarkSupport"],
                           path: "RoundTripBenchmark"),
         // Issue 16: how long a hostile org.bluez can block the loop (make bench-stall).
         .executableTarget(name: "LoopStallBenchmark",
                           dependencies: [.product(name: "BleCore", package: "BleKit"), .product(name: "BleDBus", package: "BleKit"),
-                                         .product(name: "BleTestSupport", package: "BleKit")],
+                                         .product(name: "BlueZVocabulary", package: "BleKit"), .product(name: "BleTestSupport", package: "BleKit")],
                           path: "LoopStallBenchmark"),
         // blekit gateway beside theengsgateway (Benchmarks/gateway/run).
         .executableTarget(name: "GatewayBenchmark",

@@ -2,6 +2,7 @@ import BenchmarkSupport
 import BleDBus
 import BleTestSupport
 import Foundation
+import BlueZVocabulary
 
 // BleDBus benchmark: method-call round trips and GetManagedObjects decoding, each against a
 // libdbus C baseline (Benchmarks/c/dbus_ping.c) measured in the same run, on the same private

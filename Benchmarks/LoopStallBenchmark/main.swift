@@ -2,6 +2,7 @@ import BleCore
 import BleDBus
 import BleTestSupport
 import Foundation
+import BlueZVocabulary
 
 // How long a hostile org.bluez can block BleKit's loop: a 1 ms ticker on the loop records the
 // longest gap between ticks, first while idle (the baseline of this machine, this run), then

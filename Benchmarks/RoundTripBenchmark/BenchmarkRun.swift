@@ -4,6 +4,7 @@ import BleSim
 import BleTestSupport
 import Foundation
 import Glibc
+import BlueZVocabulary
 
 /// How a run is shaped (command-line options of `RoundTripBenchmark run`).
 struct RunOptions {

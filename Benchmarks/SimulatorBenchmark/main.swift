@@ -2,6 +2,7 @@ import BleDBus
 import BleSim
 import BleTestSupport
 import Foundation
+import BlueZVocabulary
 
 // Can BleSim keep 1,000 advertisers at 100 ms on one core? The crowd is heard by a scanning
 // adapter with a filter set and DuplicateData on, so every report becomes a PropertiesChanged
