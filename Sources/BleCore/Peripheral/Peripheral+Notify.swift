@@ -37,7 +37,7 @@ extension Peripheral {
             return operation.finish(.success(nil))
         }
         if let previous = characteristic.subscription {
-            for rider in leaveNotifyShare(characteristic, previous) { rider.peripheral?.lostRide(rider) }
+            leaveNotifyShare(characteristic, previous)
             previous.end()
         }
         let useAcquire = characteristic.offersAcquireNotify && !characteristic.prefersStartNotify && !characteristic.acquireFailed
@@ -185,10 +185,9 @@ extension Peripheral {
             return
         }
         BleLog.warning("AcquireNotify socket of \(characteristic.path) closed while connected; falling back to StartNotify")
-        let riders = leaveNotifyShare(characteristic, subscription)
         subscription.switchToStartNotify()
+        leaveNotifyShare(characteristic, subscription)
         startNotify(characteristic, subscription, nil)
-        for rider in riders { rider.peripheral?.lostRide(rider) }
     }
 
     /// The socket this rider rode closed on a live link: StartNotify, shared with the former
@@ -201,26 +200,25 @@ extension Peripheral {
     }
 
     /// Takes `characteristic` out of its AcquireNotify share before its `subscription` ends:
-    /// a rider just leaves; an owner whose riders live on hands them the socket, open (true
-    /// then, and the caller must not close it); an owner whose socket is gone returns its
-    /// riders, for the caller to move elsewhere.
-    @BleLoop @discardableResult
-    private func leaveNotifyShare(_ characteristic: Characteristic, _ subscription: NotifySubscription) -> [AcquiredNotifyShare.Member] {
-        guard let share = characteristic.notifyShare else { return [] }
+    /// a rider just leaves; an owner whose riders live on hands the socket, open, to the first
+    /// of them (the subscription then holds no socket to close); riders of a socket that is
+    /// gone fall back to StartNotify (riders on a link that went down end with it).
+    @BleLoop
+    private func leaveNotifyShare(_ characteristic: Characteristic, _ subscription: NotifySubscription) {
+        guard let share = characteristic.notifyShare else { return }
         characteristic.notifyShare = nil
-        guard share.owner.holds(subscription) else {
-            share.remove(subscription)
-            return []
-        }
+        guard share.owner.holds(subscription) else { return share.remove(subscription) }
         session.bus?.dropAcquiredNotify(share)
-        guard let socket = subscription.socket, socket.isOpen else { return share.takeRiders() }
+        guard let socket = subscription.socket, socket.isOpen else {
+            for rider in share.takeRiders() { rider.peripheral?.lostRide(rider) }
+            return
+        }
         guard let heir = share.promoteHeir(), let peripheral = heir.peripheral, let heirCharacteristic = heir.characteristic,
-              let heirSubscription = heir.subscription else { return [] }
+              let heirSubscription = heir.subscription else { return }
         // The socket changes hands open: bluetoothd sees no hang-up, and no packet is lost.
         _ = subscription.handOverSocket()
         socket.stopReading()
         peripheral.adoptNotifySocket(socket, heirCharacteristic, heirSubscription, inheriting: share)
-        return []
     }
 
     @BleLoop private func disableNotify(_ characteristic: Characteristic, _ operation: GattOperation) {
@@ -295,7 +293,7 @@ extension Peripheral {
     @BleLoop func endSubscription(_ characteristic: Characteristic, releaseSession: Bool = true) {
         if let subscription = characteristic.subscription {
             // Riders on another link state (a manager closing on a live link) keep the socket.
-            for rider in leaveNotifyShare(characteristic, subscription) { rider.peripheral?.lostRide(rider) }
+            leaveNotifyShare(characteristic, subscription)
         }
         characteristic.subscription?.end()
         characteristic.subscription = nil

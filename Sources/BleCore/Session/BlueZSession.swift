@@ -59,9 +59,9 @@ final class BlueZSession {
         let routeVersion: UInt64
     }
 
-    /// - Parameter sharesBus: false for a client that must be a D-Bus client of its own to
-    ///   bluetoothd (an agent that answers incoming pairings: bluetoothd keeps one agent per
-    ///   client, and the central's agent answers for the central's own `Pair` calls).
+    /// - Parameter sharesBus: whether to use the bus's shared session (nil: as
+    ///   `options.sharesBusConnection` says); false makes this client a D-Bus client of its own
+    ///   to bluetoothd (an agent for incoming pairings: bluetoothd keeps one agent per client).
     nonisolated init(options: CentralManagerOptions, callbacks: CallbackQueue, sharesBus: Bool? = nil) {
         self.options = options
         self.callbacks = callbacks
@@ -218,7 +218,7 @@ final class BlueZSession {
             default: break
             }
             route(change)
-        case .busLost: if isOpen { onBusLost?() }
+        case .busLost: onBusLost?()
         }
     }
 

@@ -54,9 +54,6 @@ final class BusSession {
         return false
     }
 
-    /// How many bus connections this process holds for BlueZ (diagnostics and tests).
-    static var openCount: Int { open.count }
-
     /// Attaches `client` to its bus's session, opening the connection when it is the first.
     /// Throws the mapped error when the bus cannot be reached.
     /// `shared` false opens a session (a connection) for `client` alone.

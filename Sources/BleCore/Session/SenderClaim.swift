@@ -46,9 +46,6 @@ final class SenderClaim {
         self.release = release
     }
 
-    /// True when nobody holds or waits for it and bluetoothd holds nothing: it can be dropped.
-    var isIdle: Bool { state == .released && holders.isEmpty && acquireWaiters.isEmpty }
-
     /// Adds `holder`; `completion` runs once bluetoothd holds the claim (at once when it does),
     /// or with the acquiring call's error.
     func join(_ holder: ClaimHolder, completion: @escaping Completion) {
