@@ -87,7 +87,8 @@ extension PeripheralManager {
     /// Registers what should be registered and is not (after start, power-on, a restart).
     @BleLoop func registrationsDue() {
         guard currentState == .poweredOn else { return }
-        if !services.isEmpty, !application.registered { registerApplication() }
+        // A registration on its way (a service added from the poweredOn callback) is not due again.
+        if !services.isEmpty, !application.registered, !application.inFlight { registerApplication() }
         for record in advertisements.values where !record.registered && !record.inFlight { registerAdvertisement(record) }
     }
 
