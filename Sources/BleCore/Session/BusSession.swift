@@ -177,8 +177,9 @@ final class BusSession {
     private func lost() {
         phase = .closed
         Self.forget(self)
-        forgetClaims(.noBus("the D-Bus connection closed"))
+        let answers = forgetClaims(.noBus("the D-Bus connection closed"))
         for client in clients { client.busEvent(.busLost) }
+        for answer in answers { answer() }
     }
 
     private static func forget(_ session: BusSession) {
@@ -220,35 +221,41 @@ final class BusSession {
         default: break
         }
         // What bluetoothd dropped by itself is forgotten before any client hears of it, so a
-        // client's reaction (a new scan, a new subscription) asks bluetoothd again.
-        releasedByBlueZ(event)
+        // client's reaction (a new scan, a new subscription) asks bluetoothd again; those who
+        // waited for it are answered after the clients heard why.
+        let answers = releasedByBlueZ(event)
         for client in clients { client.busEvent(.objects(event)) }
+        for answer in answers { answer() }
     }
 
-    private func releasedByBlueZ(_ event: CacheEvent) {
+    /// Forgets what bluetoothd dropped with `event`; returns the answers owed to its waiters.
+    private func releasedByBlueZ(_ event: CacheEvent) -> [@BleLoop () -> Void] {
         switch event {
         case .daemonLost:
-            forgetClaims(.bluetoothRestarted)
+            return forgetClaims(.bluetoothRestarted)
         case .removed(let path, let interfaces, _):
-            if interfaces.contains(BlueZ.adapter) { discoveries.removeValue(forKey: path)?.claim.forget(.poweredOff) }
-            if interfaces.contains(BlueZ.gattCharacteristic) { notifySessions.removeValue(forKey: path)?.forget(.attributeGone) }
-        case .changed(let path, BlueZ.adapter, let changed, _):
-            guard let share = discoveries[path], share.claim.state == .held else { return }
-            if changed[BlueZ.Adapter1.discovering] == false || changed[BlueZ.Adapter1.powered] == false {
-                // Powered off, or discovery ended under us: bluetoothd holds no session of ours.
-                share.claim.forget(.notReady)
+            var answers: [@BleLoop () -> Void] = []
+            if interfaces.contains(BlueZ.adapter), let share = discoveries.removeValue(forKey: path) { answers += share.claim.forget(.poweredOff) }
+            if interfaces.contains(BlueZ.gattCharacteristic), let claim = notifySessions.removeValue(forKey: path) {
+                answers += claim.forget(.attributeGone)
             }
+            return answers
+        case .changed(let path, BlueZ.adapter, let changed, _):
+            guard let share = discoveries[path], share.claim.state == .held,
+                  changed[BlueZ.Adapter1.discovering] == false || changed[BlueZ.Adapter1.powered] == false else { return [] }
+            // Powered off, or discovery ended under us: bluetoothd holds no session of ours.
+            return share.claim.forget(.notReady)
         default:
-            break
+            return []
         }
     }
 
-    private func forgetClaims(_ reason: BleError) {
-        for share in discoveries.values { share.claim.forget(reason) }
-        for claim in notifySessions.values { claim.forget(reason) }
+    private func forgetClaims(_ reason: BleError) -> [@BleLoop () -> Void] {
+        let answers = discoveries.values.flatMap { $0.claim.forget(reason) } + notifySessions.values.flatMap { $0.forget(reason) }
         discoveries.removeAll()
         notifySessions.removeAll()
         acquiredNotify.removeAll()
+        return answers
     }
 
     // MARK: Notifications (the hot path)
@@ -331,19 +338,34 @@ final class BusSession {
         if acquiredNotify[share.path] === share { acquiredNotify.removeValue(forKey: share.path) }
     }
 
-    /// Calls a BlueZ method for the session itself (a claim's call); `completion` runs on the
-    /// loop, with `.noBus` when the connection is gone.
+    /// Calls a BlueZ method — every call of the process to bluetoothd on this bus, a client's
+    /// (through `BlueZSession.call`) or a claim's; `completion` runs on the loop with the reply
+    /// body or a mapped error (`address` names the device in a connection failure). Returns the
+    /// call's handle, to abandon it; nil when none was sent.
+    @discardableResult
     func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
-              timeout: Duration, completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) {
-        guard let connection, connection.isOpen, case .open = phase else { return completion(.failure(.noBus("not connected to the bus"))) }
-        guard cache?.owner != nil else { return completion(.failure(.bluetoothRestarted)) }
+              timeout: Duration, address: String? = nil,
+              completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) -> CallHandle? {
+        guard let connection, connection.isOpen, case .open = phase else {
+            completion(.failure(.noBus("not connected to the bus")))
+            return nil
+        }
+        guard cache?.owner != nil else { completion(.failure(.bluetoothRestarted)); return nil }
         BleLog.debug("call \(interface).\(member) \(path)")
-        _ = connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
-                              timeout: timeout) { result in
+        // Sent before this returns: no hop, and nothing the caller sends next can overtake it.
+        let id = connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
+                                       timeout: timeout) { result in
+            // A switch, not `mapError`: a closure inside loop-isolated code pays a runtime check
+            // of the executor, on every reply.
             switch result {
-            case .success(let body): completion(.success(body))
-            case .failure(let failure): completion(.failure(BleError.from(failure, operation: member)))
+            case .success(let body):
+                completion(.success(body))
+            case .failure(let failure):
+                let error = BleError.from(failure, operation: member, address: address)
+                BleLog.debug("\(member) \(path) failed: \(error)")
+                completion(.failure(error))
             }
         }
+        return CallHandle(connection: connection, id: id)
     }
 }

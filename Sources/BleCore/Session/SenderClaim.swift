@@ -83,14 +83,16 @@ final class SenderClaim {
     }
 
     /// bluetoothd dropped the claim by itself (it left the bus, the adapter went off, discovery
-    /// ended): nobody holds it any more, and waiters hear `reason`.
-    func forget(_ reason: BleError) {
+    /// ended): nobody holds it any more. Returns the waiters' answers (`reason`), for the bus
+    /// session to give once its clients heard the event: a waiter's subscription that the event
+    /// ends must not first fail with the claim's reason.
+    func forget(_ reason: BleError) -> [@BleLoop () -> Void] {
         generation += 1
         state = .released
         holders.removeAll()
         let waiters = acquireWaiters
         acquireWaiters.removeAll()
-        for waiter in waiters { waiter.completion(.failure(reason)) }
+        return waiters.map { waiter in { waiter.completion(.failure(reason)) } }
     }
 
     private func startAcquiring() {
