@@ -274,8 +274,26 @@ final class BlueZSession {
               timeout: Duration? = nil, address: String? = nil,
               completion: @escaping @BleLoop (Result<[DBusValue], BleError>) -> Void) -> CallHandle? {
         if let reason = closedReason { completion(.failure(reason)); return nil }
-        guard let bus else { completion(.failure(.noBus("not connected to the bus"))); return nil }
-        return bus.call(path, interface, member, arguments, timeout: timeout ?? options.operationTimeout + .seconds(1), address: address,
-                        completion: completion)
+        // Its own copy of `BusSession.call`, not a call through it: every GATT operation goes
+        // out here, and handing the completion on cost ~280 instructions a round trip
+        // (callgrind, acquire mode: 59,899 through it, 59,620 with this copy).
+        guard let connection, connection.isOpen else { completion(.failure(.noBus("not connected to the bus"))); return nil }
+        guard cache?.owner != nil else { completion(.failure(.bluetoothRestarted)); return nil }
+        BleLog.debug("call \(interface).\(member) \(path)")
+        // Sent before this returns: no hop, and nothing the caller sends next can overtake it.
+        let id = connection.callAtOnce(destination: BlueZ.service, path: path, interface: interface, member: member, arguments: arguments,
+                              timeout: timeout ?? options.operationTimeout + .seconds(1)) { result in
+            // A switch, not `mapError`: a closure inside loop-isolated code pays a runtime check
+            // of the executor, on every reply.
+            switch result {
+            case .success(let body):
+                completion(.success(body))
+            case .failure(let failure):
+                let error = BleError.from(failure, operation: member, address: address)
+                BleLog.debug("\(member) \(path) failed: \(error)")
+                completion(.failure(error))
+            }
+        }
+        return CallHandle(connection: connection, id: id)
     }
 }
